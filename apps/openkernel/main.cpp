@@ -1,0 +1,14 @@
+// openkernel: the engine's command line. Thin: the commands live in src/cli.
+#include "cli/command.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"OpenKernel: turn a PyTorch reference into a faster, verified GPU kernel"};
+  app.set_version_flag("--version", "openkernel 0.1.0");
+  app.require_subcommand(0, 1);
+  ok::cli::GlobalOptions g;
+  ok::cli::Action action;
+  ok::cli::add_evaluate_command(app, g, action);
+  ok::cli::add_problems_command(app, g, action);
+  ok::cli::add_example_command(app, g, action);
+  return ok::cli::run_app(app, argc, argv, action);
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds everything and runs every default test (C++ unit and integration tests, the Python
+# worker's tests, the CLI tests), then the C++ unit tests again under ASan+UBSan.
+# Slow and GPU tests are labelled and excluded here: run them with `ctest --preset release -L slow`
+# or `-L gpu`. Set OPENKERNEL_SKIP_ASAN=1 to skip the sanitizer pass while iterating.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh release
+ctest --preset release -j2
+if [ "${OPENKERNEL_SKIP_ASAN:-0}" != 1 ]; then
+  scripts/setup.sh asan
+  ctest --preset asan -j2
+fi

@@ -1,0 +1,90 @@
+#include "cli/context.hpp"
+
+#include <fmt/core.h>
+
+#include "problems/kernelbench.hpp"
+#include "util/paths.hpp"
+
+namespace ok::cli {
+
+using util::ErrorKind;
+using util::fail;
+
+void add_problem_options(CLI::App* cmd, ProblemOptions& p) {
+  cmd->add_option("--reference", p.reference, "Reference program (KernelBench format)");
+  cmd->add_option("--level", p.level, "KernelBench level (with --problem)");
+  cmd->add_option("--problem", p.problem, "KernelBench problem number (with --level)");
+  cmd->add_option("--kernelbench-dir", p.kernelbench_dir, "KernelBench directory");
+  cmd->add_option("--set", p.sets, "Override a module-level constant of the reference: NAME=VALUE")
+      ->type_name("NAME=VALUE");
+}
+
+util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : sets) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail(ErrorKind::kUsage, fmt::format("--set expects NAME=VALUE, got '{}'", s));
+    out[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  return out;
+}
+
+util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg) {
+  ResolvedProblem r;
+  auto sets = parse_sets(p.sets);
+  if (!sets) return std::unexpected(sets.error());
+  r.overrides = *sets;
+  bool by_number = p.level != 0 || p.problem != 0;
+  if (!p.reference.empty() && by_number)
+    return fail(ErrorKind::kUsage, "give either --reference or --level/--problem, not both");
+  if (!p.reference.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(p.reference, ec))
+      return fail(ErrorKind::kBadInput, "reference not found: " + p.reference);
+    if (auto rd = util::read_file(p.reference); !rd) return std::unexpected(rd.error());
+    r.path = std::filesystem::absolute(p.reference).string();
+    r.name = std::filesystem::path(p.reference).stem().string();
+    return r;
+  }
+  if (p.level == 0 || p.problem == 0)
+    return fail(ErrorKind::kUsage, "name a problem: --reference PATH, or --level L --problem N");
+  auto dir = problems::kernelbench_dir(
+      p.kernelbench_dir.empty() ? std::nullopt : std::optional(p.kernelbench_dir),
+      cfg.kernelbench_dir);
+  if (!dir) return std::unexpected(dir.error());
+  auto found = problems::find_problem(*dir, p.level, p.problem);
+  if (!found) return std::unexpected(found.error());
+  r.path = found->path.string();
+  r.name = found->name;
+  r.level = found->level;
+  r.number = found->number;
+  return r;
+}
+
+util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag) {
+  std::optional<std::string> configured;
+  if (!python_flag.empty())
+    configured = python_flag;
+  else if (auto env = util::getenv_str("OPENKERNEL_PYTHON"))
+    configured = env;
+  else
+    configured = cfg.python;
+  eval::WorkerOptions wo;
+  wo.pythons = eval::python_candidates(configured);
+  wo.resource_root = util::resource_root();
+  return eval::Worker::start(wo);
+}
+
+util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg) {
+  std::filesystem::path path = store::Store::default_path();
+  if (!g.db.empty())
+    path = g.db;
+  else if (auto env = util::getenv_str("OPENKERNEL_DB"))
+    path = *env;
+  else if (cfg.db)
+    path = *cfg.db;
+  return store::Store::open(path);
+}
+
+}  // namespace ok::cli

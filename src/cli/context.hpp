@@ -1,0 +1,39 @@
+// Shared set-up for engine commands: config, the worker, the store and problem resolution.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "config/config.hpp"
+#include "eval/worker.hpp"
+#include "store/store.hpp"
+
+namespace ok::cli {
+
+struct ProblemOptions {
+  std::string reference;  // --reference PATH
+  int level = 0;          // --level L
+  int problem = 0;        // --problem N
+  std::string kernelbench_dir;
+  std::vector<std::string> sets;  // --set NAME=VALUE
+};
+
+// Adds --reference/--level/--problem/--kernelbench-dir/--set to a subcommand.
+void add_problem_options(CLI::App* cmd, ProblemOptions& p);
+
+struct ResolvedProblem {
+  std::string path;
+  std::string name;
+  std::optional<int> level, number;
+  std::map<std::string, std::string> overrides;
+};
+
+util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg);
+util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets);
+util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag);
+util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg);
+
+}  // namespace ok::cli

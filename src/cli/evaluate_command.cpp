@@ -1,0 +1,155 @@
+// `openkernel evaluate`: one candidate against one reference, recorded in the store.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/context.hpp"
+#include "eval/evaluator.hpp"
+#include "util/paths.hpp"
+
+namespace ok::cli {
+
+using nlohmann::json;
+using util::ErrorKind;
+using util::fail;
+
+namespace {
+
+struct EvaluateOptions {
+  ProblemOptions problem;
+  std::string candidate;
+  std::string backend;
+  std::string device;
+  int trials = 5;
+  long long seed = -1;
+  double timeout = 300;
+  double timing_budget = 4;
+  int threads = 0;
+  bool strict = false;
+  bool json = false;
+  std::string python;
+};
+
+int default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(n, 1u, 8u));
+}
+
+util::Result<int64_t> record(store::Store& st, const ResolvedProblem& prob,
+                             const std::string& candidate, const json& r) {
+  auto ref_src = util::read_file(prob.path);
+  if (!ref_src) return std::unexpected(ref_src.error());
+  auto cand_src = util::read_file(candidate);
+  if (!cand_src) return std::unexpected(cand_src.error());
+  store::ProblemRow pr{r["problem"].value("source_hash", ""), prob.name, prob.path, prob.level,
+                       prob.number, *ref_src};
+  auto pid = st.upsert_problem(pr);
+  if (!pid) return std::unexpected(pid.error());
+  auto cid = st.upsert_candidate(
+      {r["candidate"].value("source_hash", ""), *cand_src,
+       std::filesystem::absolute(candidate).string()});
+  if (!cid) return std::unexpected(cid.error());
+  auto num = [&](const json& v) -> std::optional<double> {
+    return v.is_number() ? std::optional(v.get<double>()) : std::nullopt;
+  };
+  store::EvaluationRow e;
+  e.problem_id = *pid;
+  e.candidate_id = *cid;
+  e.verdict = r.value("verdict", "");
+  e.compiled = r.value("compiled", false);
+  e.correct = r.value("correct", false);
+  e.valid = r.value("valid", false);
+  e.speedup = num(r["speedup"]);
+  e.runtime_median_us = num(r["runtime_us"]["median"]);
+  e.ref_runtime_median_us = num(r["ref_runtime_us"]["median"]);
+  e.max_abs_error = num(r["max_abs_error"]);
+  e.max_rel_error = num(r["max_rel_error"]);
+  e.backend = r.value("backend", "");
+  e.device = r.value("device", "");
+  e.flags_json = r["flags"].dump();
+  e.reasons_json = r["reasons"].dump();
+  e.overrides_json = r["problem"]["overrides"].dump();
+  e.versions_json = r.value("versions", json::object()).dump();
+  e.result_json = r.dump();
+  e.wall_s = r.value("wall_s", 0.0);
+  return st.insert_evaluation(e);
+}
+
+int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
+  auto cfg = config::load_default();
+  if (!cfg) return report_error(cfg.error());
+  auto prob = resolve_problem(o.problem, *cfg);
+  if (!prob) return report_error(prob.error());
+  if (o.candidate.empty())
+    return report_error({ErrorKind::kUsage, "--candidate PATH is required"});
+  if (auto c = util::read_file(o.candidate); !c) return report_error(c.error());
+  if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
+  if (o.timeout <= 0) return report_error({ErrorKind::kUsage, "--timeout must be positive"});
+  auto st = open_store(g, *cfg);
+  if (!st) return report_error(st.error());
+  auto worker = start_worker(*cfg, o.python);
+  if (!worker) return report_error(worker.error());
+  bool gpu = worker->hello().value("cuda_available", false);
+  std::string backend = o.backend.empty() ? (gpu ? "cuda" : "cpu") : o.backend;
+  if (backend != "cpu" && !gpu)
+    return report_error({ErrorKind::kEnvironment,
+                         fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch "
+                                     "({}) sees none on this machine; use --backend cpu",
+                                     backend, worker->hello()["python_executable"].get<std::string>())});
+  eval::EvalRequest req;
+  req.reference = prob->path;
+  req.candidate = std::filesystem::absolute(o.candidate).string();
+  req.backend = backend;
+  if (!o.device.empty()) req.device = o.device;
+  req.trials = o.trials;
+  if (o.seed >= 0) req.seed = o.seed;
+  req.timeout_s = o.timeout;
+  req.overrides = prob->overrides;
+  req.timing_budget_s = o.timing_budget;
+  req.threads = o.threads > 0 ? o.threads : (backend == "cpu" ? default_threads() : 0);
+  req.strict = o.strict;
+  req.cache_dir = util::cache_dir().string();
+  auto result = eval::evaluate(*worker, req);
+  if (!result) return report_error(result.error());
+  (*result)["versions"] = worker->hello()["versions"];
+  auto id = record(*st, *prob, o.candidate, *result);
+  if (!id) return report_error(id.error());
+  (*result)["evaluation_id"] = *id;
+  (*result)["db"] = st->path().string();
+  if (o.json) {
+    fmt::print("{}\n", result->dump());
+  } else {
+    fmt::print("{}  vs  {}\n", o.candidate, prob->path);
+    fmt::print("{}", eval::format_report(*result));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
+  auto o = std::make_shared<EvaluateOptions>();
+  auto* cmd = app.add_subcommand("evaluate", "Check and time one candidate against a reference");
+  add_problem_options(cmd, o->problem);
+  cmd->add_option("--candidate", o->candidate, "Candidate file defining ModelNew")->required();
+  cmd->add_option("--backend", o->backend, "cpu, cuda or triton (default: cuda with a GPU, else cpu)")
+      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  cmd->add_option("--device", o->device, "Device, e.g. cuda:0 (default: cuda:0, or cpu)");
+  cmd->add_option("--trials", o->trials, "Correctness trials with fresh inputs (default 5)");
+  cmd->add_option("--seed", o->seed, "Seed for the trials (default: a secret random seed)");
+  cmd->add_option("--timeout", o->timeout,
+                  "Limit in seconds for each candidate step: build, one trial, one timed block "
+                  "(default 300)");
+  cmd->add_option("--timing-budget", o->timing_budget,
+                  "Seconds of timing before stopping short of the target precision (default 4)");
+  cmd->add_option("--threads", o->threads, "CPU threads for reference and candidate");
+  cmd->add_flag("--strict", o->strict, "Reject a candidate on any flag");
+  cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
+  cmd->add_option("--db", g.db, "Store database (default: the user's data directory)");
+  cmd->callback([&g, &action, o] { action = [&g, o] { return run_evaluate(g, *o); }; });
+}
+
+}  // namespace ok::cli

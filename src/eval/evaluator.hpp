@@ -1,0 +1,36 @@
+// Evaluating one candidate against one reference through a Worker, and rendering the verdict.
+//
+// The result is the worker's JSON object (docs/evaluation.md lists its keys), completed with the
+// engine's own wall time. Stateless; safe to call from one thread per Worker.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "eval/worker.hpp"
+
+namespace ok::eval {
+
+struct EvalRequest {
+  std::string reference;
+  std::string candidate;
+  std::string backend = "cpu";
+  std::optional<std::string> device;
+  int trials = 5;
+  std::optional<long long> seed;
+  double timeout_s = 300;
+  std::map<std::string, std::string> overrides;
+  double timing_budget_s = 4;
+  int threads = 0;
+  bool strict = false;
+  std::string cache_dir;
+};
+
+nlohmann::json to_json(const EvalRequest& r);
+util::Result<nlohmann::json> evaluate(Worker& worker, const EvalRequest& request);
+// The short human report printed without --json.
+std::string format_report(const nlohmann::json& result);
+
+}  // namespace ok::eval

@@ -1,0 +1,113 @@
+#include "store/migrations.hpp"
+
+#include <array>
+#include <string>
+
+namespace ok::store {
+
+namespace {
+constexpr std::string_view kV1 = R"sql(
+CREATE TABLE problems (
+  id INTEGER PRIMARY KEY,
+  source_hash TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  path TEXT,
+  level INTEGER,
+  problem_number INTEGER,
+  source TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE TABLE candidates (
+  id INTEGER PRIMARY KEY,
+  source_hash TEXT NOT NULL UNIQUE,
+  source TEXT NOT NULL,
+  path TEXT,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE TABLE evaluations (
+  id INTEGER PRIMARY KEY,
+  problem_id INTEGER NOT NULL REFERENCES problems(id),
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  session TEXT,
+  verdict TEXT NOT NULL,
+  compiled INTEGER NOT NULL,
+  correct INTEGER NOT NULL,
+  valid INTEGER NOT NULL,
+  speedup REAL,
+  runtime_median_us REAL,
+  ref_runtime_median_us REAL,
+  max_abs_error REAL,
+  max_rel_error REAL,
+  backend TEXT NOT NULL,
+  device TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  reasons TEXT NOT NULL,
+  overrides TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  result TEXT NOT NULL,
+  wall_s REAL NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX evaluations_problem ON evaluations(problem_id);
+CREATE INDEX evaluations_session ON evaluations(session);
+)sql";
+
+constexpr std::string_view kV2 = R"sql(
+CREATE TABLE llm_calls (
+  id INTEGER PRIMARY KEY,
+  session TEXT,
+  purpose TEXT NOT NULL,
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  base_url TEXT NOT NULL,
+  stream INTEGER NOT NULL,
+  request TEXT NOT NULL,
+  response TEXT,
+  stop_reason TEXT,
+  status TEXT NOT NULL,
+  error_kind TEXT,
+  error TEXT,
+  http_status INTEGER,
+  attempts INTEGER NOT NULL,
+  input_tokens INTEGER,
+  output_tokens INTEGER,
+  cached_input_tokens INTEGER,
+  usage_estimated INTEGER NOT NULL,
+  cost_usd REAL,
+  cost_estimated INTEGER NOT NULL,
+  latency_ms REAL NOT NULL,
+  ttft_ms REAL,
+  started_at TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX llm_calls_session ON llm_calls(session);
+)sql";
+
+constexpr std::array<std::string_view, 2> kMigrations = {kV1, kV2};
+}  // namespace
+
+std::span<const std::string_view> migrations() { return kMigrations; }
+
+util::Result<int> migrate(Database& db) {
+  auto st = db.prepare("PRAGMA user_version");
+  if (!st) return std::unexpected(st.error());
+  if (auto r = st->step(); !r) return std::unexpected(r.error());
+  int version = static_cast<int>(st->col_int(0));
+  const int latest = static_cast<int>(kMigrations.size());
+  if (version > latest)
+    return util::fail(util::ErrorKind::kBadInput,
+                      "the database has schema version " + std::to_string(version) +
+                          ", newer than this openkernel understands (" + std::to_string(latest) +
+                          "); upgrade openkernel or pass another --db");
+  for (int v = version; v < latest; ++v) {
+    std::string sql = "BEGIN IMMEDIATE;\n" + std::string(kMigrations[v]) +
+                      "\nPRAGMA user_version = " + std::to_string(v + 1) + ";\nCOMMIT;";
+    if (auto r = db.exec(sql); !r) {
+      (void)db.exec("ROLLBACK;");
+      return std::unexpected(r.error());
+    }
+  }
+  return latest;
+}
+
+}  // namespace ok::store

@@ -1,0 +1,62 @@
+#include "util/strings.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace ok::util {
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    out.emplace_back(s.substr(start, pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  const char* ws = " \t\r\n";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(ws);
+  return std::string(s.substr(b, e - b + 1));
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
+
+static bool parse_int(std::string_view s, int& v) {
+  auto t = trim(s);
+  if (t.empty()) return false;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && p == t.data() + t.size() && v >= 0;
+}
+
+bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& error) {
+  out.clear();
+  for (const auto& part : split(spec, ',')) {
+    auto dash = part.find('-');
+    int a = 0, b = 0;
+    if (dash == std::string::npos) {
+      if (!parse_int(part, a)) {
+        out.clear();
+        error = "'" + part + "' is not a problem number";
+        return false;
+      }
+      b = a;
+    } else if (!parse_int(std::string_view(part).substr(0, dash), a) ||
+               !parse_int(std::string_view(part).substr(dash + 1), b) || b < a) {
+      out.clear();
+      error = "'" + part + "' is not a range like 1-20";
+      return false;
+    }
+    for (int i = a; i <= b; ++i) out.push_back(i);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return true;
+}
+
+}  // namespace ok::util
