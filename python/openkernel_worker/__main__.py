@@ -1,0 +1,71 @@
+"""Worker entry point: `python -m openkernel_worker`. Serves the protocol in docs/worker-protocol.md.
+
+Replies {"id", "ok": true, "result"} or {"id", "ok": false, "error": {"kind", "message"}} where kind
+is bad_input, environment or internal. One request at a time; a failure never ends the loop.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+from . import PROTOCOL_VERSION
+from .protocol import clean_floats, private_stdio_channel
+
+
+def handle(req: dict[str, Any]) -> dict[str, Any]:
+    from .evaluate import EnvironmentProblem, evaluate
+    from .inspect_problem import inspect
+    from .problem import BadInput
+
+    op = req.get("op")
+    try:
+        if op == "evaluate":
+            return {"ok": True, "result": evaluate(req)}
+        if op == "inspect":
+            return {"ok": True, "result": inspect(str(req["reference"]),
+                                                  {str(k): str(v) for k, v in
+                                                   (req.get("overrides") or {}).items()})}
+        if op == "ping":
+            return {"ok": True, "result": {}}
+        return {"ok": False, "error": {"kind": "bad_input", "message": f"unknown op {op!r}"}}
+    except BadInput as e:
+        return {"ok": False, "error": {"kind": "bad_input", "message": str(e)}}
+    except EnvironmentProblem as e:
+        return {"ok": False, "error": {"kind": "environment", "message": str(e)}}
+    except KeyError as e:
+        return {"ok": False, "error": {"kind": "bad_input", "message": f"request lacks {e}"}}
+    except Exception as e:  # noqa: BLE001 - the worker must survive and report
+        tb = traceback.format_exc()
+        sys.stderr.write(tb)
+        return {"ok": False, "error": {"kind": "internal", "message": f"{type(e).__name__}: {e}",
+                                       "traceback": tb[-3000:]}}
+
+
+def main() -> int:
+    channel = private_stdio_channel()
+    try:
+        import torch  # noqa: F401 - fail early and clearly when torch is missing
+    except ImportError as e:
+        channel.send({"type": "hello", "protocol": PROTOCOL_VERSION, "ok": False,
+                      "error": {"kind": "environment",
+                                "message": f"{sys.executable} cannot import torch: {e}"}})
+        return 3
+    from .device import hello
+
+    channel.send({"type": "hello", "protocol": PROTOCOL_VERSION, "ok": True, **hello()})
+    while True:
+        try:
+            req = channel.receive()
+        except ValueError as e:
+            channel.send({"ok": False, "error": {"kind": "bad_input", "message": f"malformed request: {e}"}})
+            continue
+        if req is None or req.get("op") == "shutdown":
+            return 0
+        reply = handle(req)
+        reply["id"] = req.get("id")
+        channel.send(clean_floats(reply))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""The candidate process: imports (compiles) one candidate, runs it on request, exports outputs.
+
+Started by the worker as `python -m openkernel_worker.candidate SCRATCH`. It is untrusted once the
+candidate's code has been imported: everything it reports is checked by the worker. Requests and
+replies are JSON lines (docs/worker-protocol.md, "candidate channel").
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+from . import timing  # captures the clock before any candidate code is imported
+from .problem import build_model, load_module, load_reference, make_init_inputs, make_inputs
+from .protocol import Channel, clean_floats, private_stdio_channel
+from .transfer import Exporter
+
+
+def error_reply(exc: BaseException, phase: str) -> dict[str, Any]:
+    kind = type(exc).__name__
+    module = type(exc).__module__ or ""
+    tb = traceback.extract_tb(exc.__traceback__)
+    message = str(exc).strip() or kind
+    reply: dict[str, Any] = {"ok": False, "phase": phase, "error_type": kind,
+                             "message": message[-4000:],
+                             "traceback": "".join(traceback.format_exception(type(exc), exc,
+                                                                             exc.__traceback__))[-4000:]}
+    if isinstance(exc, SyntaxError):
+        reply["line"] = exc.lineno
+        reply["compile"] = True
+    if "triton" in module and "Compil" in kind:
+        reply["compile"] = True
+    text = message.lower()
+    if "out of memory" in text:
+        reply["oom"] = True
+    if "error building extension" in text or "compilation" in kind.lower():
+        reply["compile"] = True
+    for frame in reversed(tb):
+        if frame.filename == CandidateState.candidate_path:
+            reply.setdefault("line", frame.lineno)
+            break
+    return reply
+
+
+class CandidateState:
+    candidate_path = ""
+
+    def __init__(self, scratch: str) -> None:
+        self.scratch = scratch
+        self.exporter = Exporter(scratch)
+        self.model: Any = None
+        self.reference: Any = None
+        self.device = "cpu"
+        self.pool: list[list[Any]] = []
+        self.timed_outputs: list[Any] = []
+        self.flush: Any = None
+
+    def load(self, req: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        self.device = req["device"]
+        threads = int(req.get("threads") or 0)
+        if threads > 0:
+            torch.set_num_threads(threads)
+        self.reference = load_reference(req["reference"], req.get("overrides") or {},
+                                        module_name="openkernel_reference_copy")
+        path = req["candidate"]
+        CandidateState.candidate_path = path
+        with open(path) as f:
+            source = f.read()
+        t0 = time.perf_counter()
+        try:
+            module = load_module(path, source, "openkernel_candidate")
+        except BaseException as e:  # noqa: BLE001 - any failure to import is a compile error
+            reply = error_reply(e, "compile")
+            reply["compile"] = True
+            return reply
+        compile_s = time.perf_counter() - t0
+        cls = getattr(module, "ModelNew", None)
+        if not isinstance(cls, type):
+            return {"ok": False, "phase": "compile", "compile": True, "error_type": "MissingModelNew",
+                    "message": "the candidate defines no class ModelNew"}
+        init_seed = int(req["init_seed"])
+        try:
+            init_inputs = make_init_inputs(self.reference.module, init_seed)
+            self.model = build_model(cls, init_inputs, init_seed, self.device)
+        except BaseException as e:  # noqa: BLE001
+            return error_reply(e, "build")
+        return {"ok": True, "compile_s": compile_s}
+
+    def run(self, req: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        self.exporter.release()
+        inputs = make_inputs(self.reference.module, int(req["seed"]), self.device)
+        try:
+            with torch.no_grad():
+                out = self.model(*inputs)
+            timing.synchronize(self.device)
+        except BaseException as e:  # noqa: BLE001
+            return error_reply(e, "run")
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return {"ok": True, "outputs": [self.exporter.describe(o) for o in outs],
+                "output_container": type(out).__name__,
+                "inputs": [self.exporter.describe(i) for i in inputs]}
+
+    def prepare(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Builds the timing input pool and warms up; not part of any timed measurement."""
+        import torch
+
+        self.exporter.release()
+        seeds = [int(s) for s in req["seeds"]]
+        self.pool = []
+        self.timed_outputs = []
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        self.pool = [make_inputs(self.reference.module, s, self.device) for s in seeds]
+        self.flush = timing.flush_buffer(self.device) if req.get("flush", True) else None
+        try:
+            timing.time_block(self.model, self.pool, int(req.get("warmup", 3)), self.device,
+                              self.flush, keep_outputs=False)
+        except BaseException as e:  # noqa: BLE001
+            return error_reply(e, "warm-up")
+        return {"ok": True}
+
+    def time(self, req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            times, wall_us, outputs = timing.time_block(
+                self.model, self.pool, int(req["n"]), self.device, self.flush,
+                keep_outputs=bool(req.get("keep_outputs")))
+        except BaseException as e:  # noqa: BLE001
+            return error_reply(e, "time")
+        if req.get("keep_outputs"):
+            self.timed_outputs = outputs
+        return {"ok": True, "times_us": times, "wall_us": wall_us}
+
+    def export_timed(self) -> dict[str, Any]:
+        self.exporter.release()
+        return {"ok": True, "outputs": [
+            [self.exporter.describe(o) for o in (list(out) if isinstance(out, (tuple, list)) else [out])]
+            for out in self.timed_outputs]}
+
+
+def main() -> int:
+    channel: Channel = private_stdio_channel()
+    scratch = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
+    state = CandidateState(scratch)
+    while True:
+        req = channel.receive()
+        if req is None or req.get("op") == "exit":
+            return 0
+        op = req.get("op")
+        try:
+            if op == "load":
+                reply = state.load(req)
+            elif op == "run":
+                reply = state.run(req)
+            elif op == "prepare":
+                reply = state.prepare(req)
+            elif op == "time":
+                reply = state.time(req)
+            elif op == "timed_outputs":
+                reply = state.export_timed()
+            elif op == "release":
+                state.exporter.release()
+                reply = {"ok": True}
+            else:
+                reply = {"ok": False, "phase": "protocol", "error_type": "UnknownOp",
+                         "message": f"unknown op {op!r}"}
+        except BaseException as e:  # noqa: BLE001 - report, never die silently
+            reply = error_reply(e, str(op))
+        channel.send(clean_floats(reply))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,581 @@
+"""One evaluation: reference in this (trusted) process, candidate in a child, verdict from checks.
+
+Flow: load and validate the reference; start the candidate process and let it import (compile) the
+candidate; run correctness trials on fresh inputs from a secret seed, comparing outputs and
+returned inputs here; then time reference and candidate in interleaved blocks and cross-check the
+candidate's own timings against wall time measured from this side. See docs/evaluation.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from random import Random
+from typing import Any
+
+from . import timing
+from .compare import Comparison, compare_values, dtype_name, flatten
+from .problem import BadInput, Reference, build_model, load_reference, make_init_inputs, make_inputs
+from .transfer import rebuild
+
+BACKENDS = ("cpu", "cuda", "triton")
+VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected")
+
+
+class EnvironmentProblem(Exception):
+    """The machine cannot do what was asked (no GPU for a CUDA backend, say)."""
+
+
+@dataclass
+class Options:
+    reference: str
+    candidate: str
+    backend: str = "cpu"
+    device: str | None = None
+    trials: int = 5
+    seed: int | None = None
+    timeout_s: float = 300.0
+    overrides: dict[str, str] = field(default_factory=dict)
+    timing_budget_s: float = 4.0
+    min_timing_samples: int = 10
+    max_timing_samples: int = 1000
+    target_rse: float = 0.01
+    threads: int = 0
+    strict: bool = False
+    cache_dir: str | None = None
+
+    @staticmethod
+    def from_request(req: dict[str, Any]) -> "Options":
+        o = Options(reference=str(req["reference"]), candidate=str(req["candidate"]))
+        for key in ("backend", "device", "cache_dir"):
+            if req.get(key) is not None:
+                setattr(o, key, str(req[key]))
+        for key in ("trials", "min_timing_samples", "max_timing_samples", "threads"):
+            if req.get(key) is not None:
+                setattr(o, key, int(req[key]))
+        for key in ("timeout_s", "timing_budget_s", "target_rse"):
+            if req.get(key) is not None:
+                setattr(o, key, float(req[key]))
+        if req.get("seed") is not None:
+            o.seed = int(req["seed"])
+        o.overrides = {str(k): str(v) for k, v in (req.get("overrides") or {}).items()}
+        o.strict = bool(req.get("strict", False))
+        return o
+
+
+class CandidateDied(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class CandidateTimeout(Exception):
+    pass
+
+
+class CandidateProcess:
+    """A running `python -m openkernel_worker.candidate`, killed with its group on close()."""
+
+    def __init__(self, scratch: str, env: dict[str, str]) -> None:
+        self.scratch = scratch
+        self.log_path = os.path.join(scratch, "candidate.log")
+        self._log = open(self.log_path, "wb")
+        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(env)
+        env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "openkernel_worker.candidate", scratch],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, cwd=scratch,
+            env=env, start_new_session=True)
+        self._buf = b""
+        self._sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        import json
+
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise CandidateDied(self._death()) from None
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise CandidateTimeout()
+            if not self._sel.select(timeout=min(left, 1.0)):
+                continue
+            chunk = self.proc.stdout.read(1 << 16)
+            if not chunk:
+                if chunk is None:
+                    continue
+                raise CandidateDied(self._death())
+            self._buf += chunk
+            if len(self._buf) > (64 << 20):
+                self.kill()
+                raise CandidateDied("the candidate process flooded the result channel")
+        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            self.kill()
+            raise CandidateDied("the candidate process wrote a malformed reply") from None
+        if not isinstance(reply, dict):
+            raise CandidateDied("the candidate process wrote a malformed reply")
+        return reply
+
+    def _death(self) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            what = f"was killed by {name}"
+        else:
+            what = f"exited with status {code}"
+        return f"the candidate process {what} before replying{self.log_tail()}"
+
+    def log_tail(self, limit: int = 1500) -> str:
+        try:
+            self._log.flush()
+            with open(self.log_path, "rb") as f:
+                data = f.read()[-limit:].decode(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"; its last output: {data}" if data else ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None and self.proc.stdin is not None:
+                import json
+
+                self.proc.stdin.write(json.dumps({"op": "exit"}).encode() + b"\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+        self.kill()
+        self._log.close()
+
+
+@dataclass
+class Outcome:
+    verdict: str = "correct"
+    compiled: bool = False
+    correct: bool = False
+    flags: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    comparison: Comparison = field(default_factory=Comparison)
+
+    def flag(self, name: str, reason: str, reject: bool) -> None:
+        if name not in self.flags:
+            self.flags.append(name)
+            self.reasons.append(reason)
+        if reject and self.verdict == "correct":
+            self.verdict = "rejected"
+
+
+def resolve_device(backend: str, device: str | None) -> str:
+    import torch
+
+    if backend not in BACKENDS:
+        raise BadInput(f"unknown backend {backend!r} (choose one of {', '.join(BACKENDS)})")
+    if backend == "cpu":
+        if device not in (None, "cpu"):
+            raise BadInput(f"the cpu backend runs on device cpu, not {device}")
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise EnvironmentProblem(f"the {backend} backend needs an NVIDIA GPU, and this machine's "
+                                 f"torch {torch.__version__} sees none; use --backend cpu")
+    device = device or "cuda:0"
+    if device == "cuda":
+        device = "cuda:0"
+    if not device.startswith("cuda:"):
+        raise BadInput(f"the {backend} backend needs a cuda device such as cuda:0, not {device}")
+    index = int(device.split(":")[1])
+    if index >= torch.cuda.device_count():
+        raise BadInput(f"device {device} does not exist (this machine has "
+                       f"{torch.cuda.device_count()} GPU(s))")
+    return device
+
+
+def set_reference_precision() -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if hasattr(torch, "set_float32_matmul_precision"):
+        torch.set_float32_matmul_precision("highest")
+
+
+def tensor_nbytes(values: list[Any]) -> int:
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def same_inputs(ours: list[Any], theirs: list[Any]) -> bool:
+    import torch
+
+    if len(ours) != len(theirs):
+        return False
+    for a, b in zip(ours, theirs):
+        if isinstance(a, torch.Tensor):
+            if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            if not torch.equal(a, b.to(a.device)):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+class Evaluation:
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.device = resolve_device(opts.backend, opts.device)
+        self.ref: Reference = load_reference(opts.reference, opts.overrides)
+        try:
+            with open(opts.candidate) as f:
+                self.candidate_source = f.read()
+        except FileNotFoundError:
+            raise BadInput(f"candidate not found: {opts.candidate}") from None
+        except OSError as e:
+            raise BadInput(f"cannot read candidate {opts.candidate}: {e.strerror}") from None
+        self.master_seed = opts.seed if opts.seed is not None else secrets.randbits(62)
+        self.rng = Random(self.master_seed)
+        self.out = Outcome()
+        self.result: dict[str, Any] = {}
+        self.cand: CandidateProcess | None = None
+        self.scratch = ""
+
+    def candidate_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        cache = self.opts.cache_dir or os.path.join(tempfile.gettempdir(), "openkernel-cache")
+        digest = hashlib.sha256(self.candidate_source.encode()).hexdigest()[:16]
+        env["TORCH_EXTENSIONS_DIR"] = os.path.join(cache, "torch_extensions", digest)
+        env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+        env["OPENKERNEL_NATIVE_CACHE"] = os.path.join(cache, "native")
+        if self.opts.threads > 0:
+            env["OMP_NUM_THREADS"] = str(self.opts.threads)
+        if self.device.startswith("cuda") and "TORCH_CUDA_ARCH_LIST" not in env:
+            import torch
+
+            major, minor = torch.cuda.get_device_capability(torch.device(self.device))
+            env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only
+        return env
+
+    def run(self) -> dict[str, Any]:
+        import torch
+
+        start = time.monotonic()
+        set_reference_precision()
+        if self.opts.threads > 0:
+            torch.set_num_threads(self.opts.threads)
+        init_seed = self.rng.getrandbits(31)
+        init_inputs = make_init_inputs(self.ref.module, init_seed)
+        ref_model = build_model(self.ref.module.Model, init_inputs, init_seed, self.device)
+        self.scratch = tempfile.mkdtemp(prefix="openkernel-cand-")
+        self.result = {"runtime_us": timing.stats([]), "ref_runtime_us": timing.stats([]),
+                       "speedup": None, "compile_s": None}
+        try:
+            self.cand = CandidateProcess(self.scratch, self.candidate_env())
+            if self._load(init_seed) and self._trials(ref_model):
+                self._time(ref_model)
+        finally:
+            if self.cand is not None:
+                self.cand.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            if self.device.startswith("cuda"):
+                torch.cuda.empty_cache()
+        return self._finish(time.monotonic() - start)
+
+    def _fail(self, verdict: str, reason: str) -> bool:
+        self.out.verdict = verdict
+        self.out.reasons.append(reason)
+        return False
+
+    def _ask(self, message: dict[str, Any], what: str) -> dict[str, Any] | None:
+        assert self.cand is not None
+        try:
+            return self.cand.request(message, self.opts.timeout_s)
+        except CandidateTimeout:
+            self._fail("timeout", f"the candidate did not finish {what} within "
+                                  f"{self.opts.timeout_s:g} s and was killed")
+        except CandidateDied as e:
+            self._fail("runtime_error", f"{e} (during {what})")
+        return None
+
+    def _error_reason(self, reply: dict[str, Any], what: str) -> str:
+        where = f" at line {reply['line']}" if reply.get("line") else ""
+        message = reply.get("message", "unknown error")
+        return f"{what} failed{where}: {reply.get('error_type', 'Error')}: {message}"
+
+    def _load(self, init_seed: int) -> bool:
+        reply = self._ask({"op": "load", "candidate": os.path.abspath(self.opts.candidate),
+                           "reference": os.path.abspath(self.opts.reference),
+                           "overrides": self.opts.overrides, "device": self.device,
+                           "init_seed": init_seed, "threads": self.opts.threads},
+                          "compiling and loading")
+        if reply is None:
+            if self.out.verdict == "runtime_error":
+                self.out.verdict = "compile_error"
+            return False
+        if not reply.get("ok"):
+            if reply.get("compile"):
+                return self._fail("compile_error", self._error_reason(reply, "compiling the candidate"))
+            self.out.compiled = True
+            return self._fail("runtime_error", self._error_reason(reply, "building ModelNew"))
+        self.out.compiled = True
+        self.result["compile_s"] = reply.get("compile_s")
+        return True
+
+    def _run_error(self, reply: dict[str, Any], what: str) -> bool:
+        if reply.get("compile"):
+            self.out.compiled = False
+            return self._fail("compile_error", self._error_reason(reply, what))
+        reason = self._error_reason(reply, what)
+        if reply.get("oom"):
+            reason += " (the device ran out of memory)"
+        return self._fail("runtime_error", reason)
+
+    def _trials(self, ref_model: Any) -> bool:
+        import torch
+
+        comparison = self.out.comparison
+        for trial in range(self.opts.trials):
+            seed = self.rng.getrandbits(31)
+            inputs = make_inputs(self.ref.module, seed, self.device)
+            with torch.no_grad():
+                expected = flatten(ref_model(*inputs))
+            timing.synchronize(self.device)
+            reply = self._ask({"op": "run", "seed": seed}, f"correctness trial {trial + 1}")
+            if reply is None:
+                return False
+            if not reply.get("ok"):
+                return self._run_error(reply, f"running correctness trial {trial + 1}")
+            if not self._check_outputs(reply.get("outputs"), expected, f"trial {trial + 1}",
+                                       comparison):
+                self.out.verdict = "incorrect"
+                self.out.reasons.extend(r for r in comparison.reasons if r not in self.out.reasons)
+                return False
+            try:
+                theirs = [rebuild(d, self.scratch) for d in reply.get("inputs", [])]
+            except (ValueError, KeyError, TypeError, RuntimeError) as e:
+                self.out.flag("input_transfer", f"the candidate's inputs could not be read back: {e}",
+                              reject=True)
+                return False
+            if not same_inputs(inputs, theirs):
+                self.out.flag("input_mutated", f"the candidate changed its inputs in trial "
+                                               f"{trial + 1}", reject=True)
+            del theirs, expected, inputs
+            self._ask({"op": "release"}, "releasing outputs")
+        self.out.correct = True
+        return True
+
+    def _check_outputs(self, descs: Any, expected: list[Any], where: str, comparison: Comparison,
+                       ) -> bool:
+        if not isinstance(descs, list):
+            comparison.fail(f"{where}: the candidate returned no outputs")
+            return False
+        if len(descs) != len(expected):
+            comparison.fail(f"{where}: the candidate returned {len(descs)} output(s), the "
+                            f"reference {len(expected)}")
+            return False
+        for i, (desc, exp) in enumerate(zip(descs, expected)):
+            label = f"{where}, output {i}"
+            if isinstance(desc, dict) and desc.get("kind") == "tensor":
+                if not desc.get("exact_type"):
+                    comparison.fail(f"{label}: returned a {desc.get('type')}, not exactly "
+                                    f"torch.Tensor")
+                    continue
+                if str(desc.get("device", "")).split(":")[0] != self.device.split(":")[0]:
+                    comparison.fail(f"{label}: on device {desc.get('device')}, expected "
+                                    f"{self.device}")
+                    continue
+            try:
+                value = rebuild(desc, self.scratch)
+            except (ValueError, KeyError, TypeError, RuntimeError) as e:
+                comparison.fail(f"{label}: {e}")
+                continue
+            compare_values(exp, value, label, comparison)
+            del value
+        return comparison.ok
+
+    def _time(self, ref_model: Any) -> None:
+        import torch
+
+        opts = self.opts
+        free = torch.cuda.mem_get_info(torch.device(self.device))[0] if self.device != "cpu" else 0
+        probe = make_inputs(self.ref.module, 0, self.device)
+        per_set = max(tensor_nbytes(probe), 1)
+        del probe
+        if self.device != "cpu":
+            pool_size = int(max(1, min(4, (free * 0.08) // per_set)))
+        else:
+            pool_size = int(max(1, min(4, (1 << 30) // per_set)))
+        seeds = [self.rng.getrandbits(31) for _ in range(pool_size)]
+        pool = [make_inputs(self.ref.module, s, self.device) for s in seeds]
+        flush = timing.flush_buffer(self.device)
+        flush_us = timing.flush_cost_us(self.device, flush)
+        timing.time_block(ref_model, pool, 3, self.device, flush, keep_outputs=False)  # warm-up
+        first_ref, _, _ = timing.time_block(ref_model, pool, 1, self.device, flush, False)
+        per_iter_s = max(first_ref[0] / 1e6, 1e-6)
+        block = int(max(1, min(100, 0.1 / per_iter_s)))
+        ref_times: list[float] = []
+        cand_times: list[float] = []
+        cand_wall_us: list[tuple[float, int]] = []
+        reply = self._ask({"op": "prepare", "seeds": seeds, "warmup": 3}, "warm-up before timing")
+        if reply is None:
+            return
+        if not reply.get("ok"):
+            self._run_error(reply, "warming up")
+            return
+        deadline = time.monotonic() + opts.timing_budget_s
+        last_cand_outputs: Any = None
+        ref_outputs: list[Any] = []
+        while True:
+            final = (time.monotonic() >= deadline or len(cand_times) + block >= opts.max_timing_samples
+                     or (len(cand_times) >= opts.min_timing_samples
+                         and timing.relative_stderr(ref_times) < opts.target_rse
+                         and timing.relative_stderr(cand_times) < opts.target_rse))
+            times, _, outs = timing.time_block(ref_model, pool, block, self.device, flush,
+                                               keep_outputs=final)
+            ref_times += times
+            if final:
+                ref_outputs = outs
+            sent = time.monotonic()
+            reply = self._ask({"op": "time", "n": block, "keep_outputs": final}, "a timed run")
+            outside_us = (time.monotonic() - sent) * 1e6
+            if reply is None:
+                return
+            if not reply.get("ok"):
+                self._run_error(reply, "timing")
+                return
+            got = reply.get("times_us")
+            if not isinstance(got, list) or len(got) != block or not all(
+                    isinstance(t, (int, float)) and t >= 0 for t in got):
+                self.out.flag("timer_mismatch", "the candidate process returned malformed timings",
+                              reject=True)
+                return
+            cand_times += [float(t) for t in got]
+            cand_wall_us.append((outside_us, block))
+            if final:
+                reply = self._ask({"op": "timed_outputs"}, "exporting timed outputs")
+                if reply is None:
+                    return
+                last_cand_outputs = reply.get("outputs")
+                break
+        self._check_timed_outputs(last_cand_outputs, ref_outputs)
+        self._cross_check(cand_times, cand_wall_us, flush_us)
+        self.result["runtime_us"] = timing.stats(cand_times)
+        self.result["ref_runtime_us"] = timing.stats(ref_times)
+        c = self.result["runtime_us"]["median"]
+        r = self.result["ref_runtime_us"]["median"]
+        if c and r:
+            self.result["speedup"] = r / c
+            if r / c > 50:
+                self.out.flag("excessive_speedup", f"a {r / c:.1f}x speedup over the reference is "
+                              "implausibly large; check the kernel by hand", reject=False)
+        self.result["timing"] = {"pool_size": pool_size, "block": block,
+                                 "flush_bytes": flush.numel() * 4, "flush_us": flush_us}
+        self._ask({"op": "release"}, "releasing outputs")
+
+    def _check_timed_outputs(self, descs: Any, ref_outputs: list[Any]) -> None:
+        if not isinstance(descs, list) or len(descs) != len(ref_outputs):
+            self.out.flag("timed_output_mismatch", "the candidate did not return its timed outputs",
+                          reject=True)
+            return
+        comparison = Comparison()
+        for i, (d, exp) in enumerate(zip(descs, ref_outputs)):
+            if exp is None:
+                continue
+            self._check_outputs(d, flatten(exp), f"timed run on input set {i + 1}", comparison)
+        if not comparison.ok:
+            self.out.flag("timed_output_mismatch", "outputs produced while timed differ from the "
+                          "reference: " + "; ".join(comparison.reasons[:2]), reject=True)
+
+    def _cross_check(self, cand_times: list[float], walls: list[tuple[float, int]],
+                     flush_us: float) -> None:
+        claimed = sum(cand_times)
+        outside = sum(w for w, _ in walls)
+        n = sum(k for _, k in walls)
+        # The outside clock includes IPC, flushes and launch overhead, so it can only be larger.
+        overhead_allowance = n * (flush_us * 1.5 + 200.0) + len(walls) * 50_000.0
+        if claimed > outside * 1.05 + 1000:
+            self.out.flag("timer_mismatch", f"the candidate's timings ({claimed / 1e3:.1f} ms) "
+                          f"exceed the wall time measured outside it ({outside / 1e3:.1f} ms)",
+                          reject=True)
+        elif outside > 2.0 * claimed + overhead_allowance:
+            self.out.flag("timer_mismatch", f"wall time measured outside the candidate "
+                          f"({outside / 1e3:.1f} ms for {n} runs) is far above its event timings "
+                          f"({claimed / 1e3:.1f} ms): work escaping the timer (another stream, a "
+                          f"thread) or a patched timer", reject=True)
+        self.result["wall_check"] = {"claimed_us": claimed, "outside_us": outside, "runs": n}
+
+    def _finish(self, wall_s: float) -> dict[str, Any]:
+        o = self.out
+        if o.verdict == "correct" and not o.correct:
+            o.verdict = "runtime_error"
+        if self.opts.strict and o.flags and o.verdict == "correct":
+            o.verdict = "rejected"
+            o.reasons.append("strict mode rejects any flag")
+        correct = o.verdict == "correct"
+        if o.verdict == "correct" and not o.reasons:
+            o.reasons.append(f"matched the reference on {self.opts.trials} trials with fresh inputs")
+        res = self.result
+        return {
+            "verdict": o.verdict,
+            "compiled": o.compiled,
+            "correct": correct,
+            "valid": o.verdict != "rejected",
+            "flags": o.flags,
+            "reasons": o.reasons,
+            "max_abs_error": o.comparison.max_abs_error if o.compiled else None,
+            "max_rel_error": o.comparison.max_rel_error if o.compiled else None,
+            "runtime_us": res.get("runtime_us"),
+            "ref_runtime_us": res.get("ref_runtime_us"),
+            "speedup": res.get("speedup") if correct else None,
+            "device": self.device,
+            "backend": self.opts.backend,
+            "tolerance": o.comparison.tolerance or {dtype_name("float32"): {"atol": 1e-3, "rtol": 1e-3}},
+            "trials": self.opts.trials,
+            "seed": self.master_seed,
+            "compile_s": res.get("compile_s"),
+            "timing": res.get("timing"),
+            "wall_check": res.get("wall_check"),
+            "worker_wall_s": wall_s,
+            "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,
+                        "overrides": {k: repr(v) for k, v in self.ref.overrides.items()}},
+            "candidate": {"path": self.opts.candidate,
+                          "source_hash": hashlib.sha256(self.candidate_source.encode()).hexdigest()},
+        }
+
+
+def evaluate(req: dict[str, Any]) -> dict[str, Any]:
+    return Evaluation(Options.from_request(req)).run()
