@@ -1,0 +1,162 @@
+"""evaluate.py: request parsing, device resolution and whole evaluations of tiny CPU problems.
+
+Each end-to-end test starts one candidate process (about two seconds for `import torch`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from openkernel_worker.evaluate import (EnvironmentProblem, Options, evaluate,
+                                        resolve_device, same_inputs)
+from openkernel_worker.problem import BadInput
+
+RESULT_KEYS = {"verdict", "compiled", "correct", "valid", "flags", "reasons", "max_abs_error",
+               "max_rel_error", "runtime_us", "ref_runtime_us", "speedup", "device", "backend",
+               "tolerance"}
+STATS_KEYS = {"median", "mean", "stderr", "min", "n"}
+
+CORRECT = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x.clamp_min(0) * self.scale
+"""
+
+
+def run(reference: str, candidate: str, **extra: Any) -> dict[str, Any]:
+    request = {"reference": reference, "candidate": candidate, "backend": "cpu", "trials": 2,
+               "timing_budget_s": 0.3, "min_timing_samples": 3, "timeout_s": 20, "threads": 1,
+               "seed": 1234, **extra}
+    return evaluate(request)
+
+
+def test_options_from_request_converts_types() -> None:
+    o = Options.from_request({"reference": "r.py", "candidate": "c.py", "trials": "3",
+                              "timeout_s": "1.5", "seed": "9", "overrides": {"n": 4},
+                              "strict": 1, "device": None})
+    assert (o.trials, o.timeout_s, o.seed, o.overrides, o.strict, o.device) == (
+        3, 1.5, 9, {"n": "4"}, True, None)
+    defaults = Options.from_request({"reference": "r.py", "candidate": "c.py"})
+    assert defaults.trials == 5 and defaults.backend == "cpu" and defaults.seed is None
+
+
+def test_resolve_device() -> None:
+    import torch
+
+    assert resolve_device("cpu", None) == "cpu"
+    assert resolve_device("cpu", "cpu") == "cpu"
+    with pytest.raises(BadInput, match="unknown backend 'opencl'"):
+        resolve_device("opencl", None)
+    with pytest.raises(BadInput, match="runs on device cpu, not cuda:0"):
+        resolve_device("cpu", "cuda:0")
+    if not torch.cuda.is_available():
+        for backend in ("cuda", "triton"):
+            with pytest.raises(EnvironmentProblem, match="needs an NVIDIA GPU"):
+                resolve_device(backend, None)
+
+
+def test_same_inputs() -> None:
+    import torch
+
+    a = [torch.ones(2), 3]
+    assert same_inputs(a, [torch.ones(2), 3])
+    assert not same_inputs(a, [torch.ones(2)])
+    assert not same_inputs(a, [torch.zeros(2), 3])
+    assert not same_inputs(a, [torch.ones(2), 4])
+    assert not same_inputs(a, [torch.ones(2, dtype=torch.float64), 3])
+    assert not same_inputs(a, [[1.0, 1.0], 3])
+
+
+def test_missing_candidate_is_bad_input(tiny_reference: str, tmp_path) -> None:
+    with pytest.raises(BadInput, match="candidate not found"):
+        run(tiny_reference, str(tmp_path / "missing.py"))
+
+
+def test_unknown_override_is_bad_input(tiny_reference: str, write) -> None:
+    with pytest.raises(BadInput, match="no module-level constant named nope"):
+        run(tiny_reference, write("c.py", CORRECT), overrides={"nope": "1"})
+
+
+def test_correct_candidate(tiny_reference: str, write) -> None:
+    r = run(tiny_reference, write("c.py", CORRECT))
+    assert RESULT_KEYS <= r.keys()
+    assert r["verdict"] == "correct", r["reasons"]
+    assert r["compiled"] is True and r["correct"] is True and r["valid"] is True
+    assert r["flags"] == []
+    assert r["reasons"] == ["matched the reference on 2 trials with fresh inputs"]
+    assert r["max_abs_error"] == 0.0
+    for key in ("runtime_us", "ref_runtime_us"):
+        assert set(r[key]) == STATS_KEYS
+        assert r[key]["n"] >= 3
+        assert r[key]["median"] > 0
+    assert r["speedup"] == pytest.approx(r["ref_runtime_us"]["median"] / r["runtime_us"]["median"])
+    assert r["device"] == "cpu" and r["backend"] == "cpu"
+    assert (r["tolerance"]["float32"]["atol"], r["tolerance"]["float32"]["rtol"]) == (1e-3, 1e-3)
+    assert r["seed"] == 1234
+    assert r["compile_s"] is not None
+    assert len(r["problem"]["source_hash"]) == 64
+    assert len(r["candidate"]["source_hash"]) == 64
+
+
+def test_overrides_reach_the_candidate_process(tiny_reference: str, write) -> None:
+    candidate = write("c.py", CORRECT + """
+import openkernel_reference_copy as ref_copy
+
+
+class Checked(ModelNew):
+    def forward(self, x):
+        assert x.shape == (ref_copy.rows, ref_copy.cols) == (3, 4), x.shape
+        return super().forward(x)
+
+
+ModelNew = Checked
+""")
+    r = run(tiny_reference, candidate, overrides={"rows": "3", "cols": "4"})
+    assert r["verdict"] == "correct", r["reasons"]
+    assert r["problem"]["overrides"] == {"rows": "3", "cols": "4"}
+
+
+def test_wrong_values_are_incorrect(tiny_reference: str, write) -> None:
+    r = run(tiny_reference, write("c.py", CORRECT.replace("* self.scale", "* self.scale + 1")))
+    assert r["verdict"] == "incorrect"
+    assert r["compiled"] is True and r["correct"] is False
+    assert r["speedup"] is None
+    assert r["max_abs_error"] == pytest.approx(1.0)
+    assert any("outside tolerance" in reason for reason in r["reasons"])
+
+
+def test_syntax_error_is_compile_error_naming_the_line(tiny_reference: str, write) -> None:
+    r = run(tiny_reference, write("c.py", "import torch\n\n\ndef broken(:\n    pass\n"))
+    assert r["verdict"] == "compile_error"
+    assert r["compiled"] is False
+    assert r["max_abs_error"] is None
+    assert "at line 4" in r["reasons"][0]
+    assert "SyntaxError" in r["reasons"][0]
+
+
+def test_raising_forward_is_runtime_error(tiny_reference: str, write) -> None:
+    r = run(tiny_reference, write("c.py", CORRECT.replace(
+        "return x.clamp_min(0) * self.scale", "raise RuntimeError('kaboom')")))
+    assert r["verdict"] == "runtime_error"
+    assert r["compiled"] is True
+    assert "kaboom" in r["reasons"][0]
+    assert "line 12" in r["reasons"][0]
+
+
+def test_input_mutation_is_rejected(tiny_reference: str, write) -> None:
+    r = run(tiny_reference, write("c.py", CORRECT.replace(
+        "return x.clamp_min(0) * self.scale",
+        "y = x.clamp_min(0) * self.scale\n        x.zero_()\n        return y")))
+    assert r["verdict"] == "rejected"
+    assert r["correct"] is False and r["valid"] is False
+    assert "input_mutated" in r["flags"]
+

@@ -1,0 +1,101 @@
+"""native.py: the g++ compile path for CPU kernels, its cache and its errors."""
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+
+import pytest
+import torch
+
+from openkernel_worker import native
+
+SOURCE = r"""
+#include <cstdint>
+extern "C" void add_one(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] + 1.0f;
+}
+extern "C" int answer() { return 42; }
+"""
+
+FAST = ("-O0", "-shared", "-fPIC", "-std=c++17")
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch) -> str:
+    path = str(tmp_path / "native-cache")
+    monkeypatch.setenv("OPENKERNEL_NATIVE_CACHE", path)
+    return path
+
+
+def compiles(monkeypatch) -> list[list[str]]:
+    """Records every compiler invocation that produces an output file."""
+    seen: list[list[str]] = []
+    real = subprocess.run
+
+    def spy(args, *a, **k):
+        if "-o" in args:
+            seen.append(list(args))
+        return real(args, *a, **k)
+
+    monkeypatch.setattr(native.subprocess, "run", spy)
+    return seen
+
+
+def test_compiles_and_calls(monkeypatch) -> None:
+    lib = native.compile_cpp(SOURCE, flags=FAST, name="addone")
+    assert lib.answer() == 42
+    x = torch.arange(5, dtype=torch.float32)
+    y = torch.empty_like(x)
+    lib.add_one(native.ptr(x), native.ptr(y), ctypes.c_int64(x.numel()))
+    assert torch.equal(y, x + 1)
+
+
+def test_default_flags_compile(monkeypatch) -> None:
+    lib = native.compile_cpp(SOURCE)
+    assert lib.answer() == 42
+
+
+def test_second_compile_hits_the_cache(monkeypatch, cache: str) -> None:
+    seen = compiles(monkeypatch)
+    native.compile_cpp(SOURCE, flags=FAST, name="cached")
+    native.compile_cpp(SOURCE, flags=FAST, name="cached")
+    assert len(seen) == 1
+    libs = [f for f in os.listdir(cache) if f.endswith(".so")]
+    assert len(libs) == 1 and libs[0].startswith("cached-")
+    assert not [f for f in os.listdir(cache) if f.endswith(".tmp")]
+
+
+def test_cache_key_covers_source_and_flags(monkeypatch) -> None:
+    seen = compiles(monkeypatch)
+    native.compile_cpp(SOURCE, flags=FAST)
+    native.compile_cpp(SOURCE + "\n// changed\n", flags=FAST)
+    native.compile_cpp(SOURCE, flags=FAST + ("-DX=1",))
+    assert len(seen) == 3
+
+
+def test_bad_source_raises_compile_error_with_diagnostics() -> None:
+    with pytest.raises(native.CompileError) as info:
+        native.compile_cpp("extern \"C\" int f() { return undefined_name; }", flags=FAST)
+    message = str(info.value)
+    assert "undefined_name" in message
+    assert "error" in message
+
+
+def test_failed_compile_leaves_no_library(cache: str) -> None:
+    with pytest.raises(native.CompileError):
+        native.compile_cpp("this is not C++", flags=FAST)
+    assert not [f for f in os.listdir(cache) if f.endswith(".so")]
+
+
+def test_missing_compiler_is_reported(monkeypatch) -> None:
+    monkeypatch.setenv("CXX", "/nonexistent/g++")
+    with pytest.raises((native.CompileError, OSError)):
+        native.compile_cpp(SOURCE, flags=FAST)
+
+
+def test_ptr_needs_contiguous_tensor() -> None:
+    x = torch.zeros(3, 4)
+    assert native.ptr(x).value == x.data_ptr()
+    with pytest.raises(ValueError, match="contiguous"):
+        native.ptr(x.t())

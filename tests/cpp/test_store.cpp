@@ -1,0 +1,292 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "store/migrations.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+
+namespace fs = std::filesystem;
+using ok::store::Database;
+using ok::store::EvaluationRow;
+using ok::store::Store;
+using ok::util::ErrorKind;
+
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "ok-store-XXXXXX").string();
+    dir_ = ::mkdtemp(tmpl.data());
+    path_ = dir_ / "openkernel.db";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static int64_t scalar(Database& db, const std::string& sql) {
+    auto st = db.prepare(sql);
+    EXPECT_TRUE(st.has_value()) << sql;
+    auto row = st->step();
+    EXPECT_TRUE(row.has_value() && *row) << sql;
+    return st->col_int(0);
+  }
+  static std::string text(Database& db, const std::string& sql) {
+    auto st = db.prepare(sql);
+    EXPECT_TRUE(st.has_value()) << sql;
+    auto row = st->step();
+    EXPECT_TRUE(row.has_value() && *row) << sql;
+    return st->col_text(0);
+  }
+  static std::set<std::string> tables(Database& db) {
+    std::set<std::string> out;
+    auto st = db.prepare("SELECT name FROM sqlite_master WHERE type='table'");
+    while (st && st->step().value_or(false)) out.insert(st->col_text(0));
+    return out;
+  }
+  static int latest() { return static_cast<int>(ok::store::migrations().size()); }
+
+  Store open() {
+    auto s = Store::open(path_);
+    EXPECT_TRUE(s.has_value()) << s.error().message;
+    return std::move(*s);
+  }
+
+  static EvaluationRow evaluation(int64_t problem, int64_t candidate, const std::string& verdict) {
+    EvaluationRow e;
+    e.problem_id = problem;
+    e.candidate_id = candidate;
+    e.verdict = verdict;
+    e.compiled = true;
+    e.correct = verdict == "correct";
+    e.valid = true;
+    e.speedup = 1.5;
+    e.runtime_median_us = 10.0;
+    e.ref_runtime_median_us = 15.0;
+    e.backend = "cpu";
+    e.device = "cpu";
+    e.flags_json = R"(["timer_mismatch"])";
+    e.wall_s = 2.5;
+    return e;
+  }
+
+  fs::path dir_;
+  fs::path path_;
+};
+
+}  // namespace
+
+TEST_F(StoreTest, OpenCreatesFileAndFullSchema) {
+  auto s = open();
+  EXPECT_TRUE(fs::exists(path_));
+  EXPECT_EQ(scalar(s.db(), "PRAGMA user_version"), latest());
+  auto t = tables(s.db());
+  for (const char* name : {"problems", "candidates", "evaluations", "llm_calls"})
+    EXPECT_TRUE(t.count(name)) << name;
+  EXPECT_EQ(s.count_evaluations().value_or(-1), 0);
+  EXPECT_EQ(s.path(), path_);
+}
+
+TEST_F(StoreTest, OpenCreatesMissingParentDirectories) {
+  path_ = dir_ / "a" / "b" / "store.db";
+  auto s = open();
+  EXPECT_TRUE(fs::exists(path_));
+}
+
+TEST_F(StoreTest, UsesWalJournalAndForeignKeys) {
+  auto s = open();
+  EXPECT_EQ(text(s.db(), "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(scalar(s.db(), "PRAGMA foreign_keys"), 1);
+}
+
+TEST_F(StoreTest, ReopeningIsIdempotentAndKeepsData) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s.upsert_candidate({"h1", "src", "/c.py"}).has_value());
+  }
+  {
+    auto s = open();
+    EXPECT_EQ(scalar(s.db(), "PRAGMA user_version"), latest());
+    EXPECT_EQ(scalar(s.db(), "SELECT COUNT(*) FROM candidates"), 1);
+  }
+  auto s = open();
+  EXPECT_EQ(scalar(s.db(), "PRAGMA user_version"), latest());
+}
+
+TEST_F(StoreTest, MigrateTwiceOnOneConnectionIsANoOp) {
+  auto db = Database::open(path_);
+  ASSERT_TRUE(db.has_value());
+  EXPECT_EQ(ok::store::migrate(*db).value_or(-1), latest());
+  EXPECT_EQ(ok::store::migrate(*db).value_or(-1), latest());
+}
+
+TEST_F(StoreTest, MigratesAnOlderDatabaseForward) {
+  ASSERT_GE(latest(), 2);
+  {
+    auto db = Database::open(path_);
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->exec(std::string(ok::store::migrations()[0]) + "PRAGMA user_version = 1;")
+                    .has_value());
+    ASSERT_FALSE(tables(*db).count("llm_calls"));
+  }
+  auto s = open();
+  EXPECT_EQ(scalar(s.db(), "PRAGMA user_version"), latest());
+  EXPECT_TRUE(tables(s.db()).count("llm_calls"));
+}
+
+TEST_F(StoreTest, FailedMigrationRollsBackAndReportsError) {
+  {
+    auto db = Database::open(path_);
+    ASSERT_TRUE(db.has_value());
+    // A stray table that migration 2 wants to create makes it fail after migration 1 succeeded.
+    ASSERT_TRUE(db->exec("CREATE TABLE llm_calls (x INTEGER);").has_value());
+  }
+  auto s = Store::open(path_);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("llm_calls"), std::string::npos) << s.error().message;
+  auto db = Database::open(path_);
+  ASSERT_TRUE(db.has_value());
+  EXPECT_EQ(scalar(*db, "PRAGMA user_version"), 1);
+  EXPECT_TRUE(tables(*db).count("evaluations"));
+}
+
+TEST_F(StoreTest, RefusesANewerSchemaVersion) {
+  {
+    auto db = Database::open(path_);
+    ASSERT_TRUE(db.has_value());
+    ASSERT_TRUE(db->exec("PRAGMA user_version = 99;").has_value());
+  }
+  auto s = Store::open(path_);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(s.error().message.find("99"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("newer"), std::string::npos) << s.error().message;
+  auto db = Database::open(path_);
+  EXPECT_EQ(scalar(*db, "PRAGMA user_version"), 99);  // left untouched
+}
+
+TEST_F(StoreTest, RefusesAPathThatIsADirectory) {
+  fs::create_directories(dir_ / "adir");
+  auto s = Store::open(dir_ / "adir");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("adir"), std::string::npos) << s.error().message;
+}
+
+TEST_F(StoreTest, RefusesAFileThatIsNotADatabase) {
+  {
+    std::FILE* f = std::fopen(path_.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("this is not an SQLite database, just some text that is long enough\n", f);
+    std::fclose(f);
+  }
+  auto s = Store::open(path_);
+  EXPECT_FALSE(s.has_value());
+}
+
+TEST_F(StoreTest, UpsertProblemDeduplicatesByHash) {
+  auto s = open();
+  auto a = s.upsert_problem({"hash-a", "Relu", "/p/relu.py", 1, 19, "src a"});
+  auto again = s.upsert_problem({"hash-a", "ReLU", "/other/relu.py", std::nullopt, std::nullopt,
+                                 "src a"});
+  auto b = s.upsert_problem({"hash-b", "Softmax", "/p/softmax.py", std::nullopt, std::nullopt,
+                             "src b"});
+  ASSERT_TRUE(a && again && b);
+  EXPECT_EQ(*a, *again);
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(scalar(s.db(), "SELECT COUNT(*) FROM problems"), 2);
+  EXPECT_EQ(text(s.db(), "SELECT name FROM problems WHERE source_hash='hash-a'"), "ReLU");
+  EXPECT_EQ(scalar(s.db(), "SELECT level FROM problems WHERE source_hash='hash-a'"), 1);
+  EXPECT_EQ(scalar(s.db(), "SELECT problem_number IS NULL FROM problems WHERE "
+                           "source_hash='hash-b'"),
+            1);
+}
+
+TEST_F(StoreTest, UpsertCandidateDeduplicatesByHash) {
+  auto s = open();
+  auto a = s.upsert_candidate({"c1", "source one", "/x/a.py"});
+  auto again = s.upsert_candidate({"c1", "source one", "/y/a.py"});
+  auto b = s.upsert_candidate({"c2", "source two", "/x/b.py"});
+  ASSERT_TRUE(a && again && b);
+  EXPECT_EQ(*a, *again);
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(scalar(s.db(), "SELECT COUNT(*) FROM candidates"), 2);
+  EXPECT_EQ(text(s.db(), "SELECT path FROM candidates WHERE source_hash='c1'"), "/y/a.py");
+}
+
+TEST_F(StoreTest, InsertsAndCountsEvaluations) {
+  auto s = open();
+  auto p = s.upsert_problem({"ph", "P", "/p.py", std::nullopt, std::nullopt, "src"});
+  auto c = s.upsert_candidate({"ch", "src", "/c.py"});
+  ASSERT_TRUE(p && c);
+  auto e1 = s.insert_evaluation(evaluation(*p, *c, "correct"));
+  auto incorrect = evaluation(*p, *c, "incorrect");
+  incorrect.speedup = std::nullopt;
+  incorrect.session = "session-1";
+  auto e2 = s.insert_evaluation(incorrect);
+  ASSERT_TRUE(e1.has_value()) << e1.error().message;
+  ASSERT_TRUE(e2.has_value()) << e2.error().message;
+  EXPECT_NE(*e1, *e2);
+  EXPECT_EQ(s.count_evaluations().value_or(-1), 2);
+  auto st = s.db().prepare(
+      "SELECT verdict, correct, speedup, flags, session, backend, wall_s FROM evaluations "
+      "ORDER BY id");
+  ASSERT_TRUE(st.has_value());
+  ASSERT_TRUE(st->step().value_or(false));
+  EXPECT_EQ(st->col_text(0), "correct");
+  EXPECT_EQ(st->col_int(1), 1);
+  EXPECT_DOUBLE_EQ(st->col_double(2), 1.5);
+  EXPECT_EQ(st->col_text(3), R"(["timer_mismatch"])");
+  EXPECT_TRUE(st->col_null(4));
+  EXPECT_EQ(st->col_text(5), "cpu");
+  EXPECT_DOUBLE_EQ(st->col_double(6), 2.5);
+  ASSERT_TRUE(st->step().value_or(false));
+  EXPECT_EQ(st->col_text(0), "incorrect");
+  EXPECT_EQ(st->col_int(1), 0);
+  EXPECT_TRUE(st->col_null(2));
+  EXPECT_EQ(st->col_text(4), "session-1");
+  EXPECT_FALSE(st->step().value_or(true));
+}
+
+TEST_F(StoreTest, EvaluationMustReferenceExistingRows) {
+  auto s = open();
+  auto e = s.insert_evaluation(evaluation(1234, 5678, "correct"));
+  EXPECT_FALSE(e.has_value());
+  EXPECT_EQ(s.count_evaluations().value_or(-1), 0);
+}
+
+TEST_F(StoreTest, SecondConnectionSeesCommittedRows) {
+  auto writer = open();
+  auto reader = open();
+  auto p = writer.upsert_problem({"ph", "P", "/p.py", std::nullopt, std::nullopt, "src"});
+  auto c = writer.upsert_candidate({"ch", "src", "/c.py"});
+  ASSERT_TRUE(p && c);
+  ASSERT_TRUE(writer.insert_evaluation(evaluation(*p, *c, "correct")).has_value());
+  EXPECT_EQ(reader.count_evaluations().value_or(-1), 1);
+}
+
+TEST_F(StoreTest, DatabaseReportsSqlErrors) {
+  auto db = Database::open(path_);
+  ASSERT_TRUE(db.has_value());
+  auto r = db->exec("THIS IS NOT SQL");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("syntax error"), std::string::npos) << r.error().message;
+  auto st = db->prepare("SELECT * FROM no_such_table");
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("no_such_table"), std::string::npos);
+}
+
+TEST(StorePaths, DefaultPathIsUnderXdgDataHome) {
+  const char* old = std::getenv("XDG_DATA_HOME");
+  std::string saved = old ? old : "";
+  ::setenv("XDG_DATA_HOME", "/tmp/ok-xdg-data", 1);
+  EXPECT_EQ(Store::default_path(), fs::path("/tmp/ok-xdg-data/openkernel/openkernel.db"));
+  if (old)
+    ::setenv("XDG_DATA_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_DATA_HOME");
+}
