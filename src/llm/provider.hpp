@@ -1,0 +1,66 @@
+// The seam between the Client (retries, accounting, recording) and one wire API: a Provider makes
+// one attempt of one request and reports what went wrong in enough detail to decide on a retry.
+//
+// Implementations: the OpenAI Chat Completions API (any base URL) and Anthropic's Messages API.
+// Tests of the engine may fake it. A Provider holds only its endpoint; send() may be called from
+// several threads at once. Every message it produces has the API key redacted.
+#pragma once
+
+#include <atomic>
+#include <expected>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "llm/http.hpp"
+#include "llm/registry.hpp"
+#include "llm/types.hpp"
+#include "util/error.hpp"
+
+namespace ok::llm {
+
+struct AttemptError {
+  util::Error error;
+  bool retryable = false;
+  long http_status = 0;
+  std::optional<double> retry_after_s;  // what the server asked for
+};
+
+struct AttemptOptions {
+  Timeouts timeouts;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  // One request, no retries. When req.stream, text deltas go to `sink` as they arrive; otherwise
+  // the whole text goes to it once at the end. `sink` may be null.
+  virtual std::expected<Response, AttemptError> send(const Request& req, const AttemptOptions& opts,
+                                                     StreamSink* sink) = 0;
+};
+
+std::unique_ptr<Provider> make_provider(const Endpoint& endpoint);
+std::unique_ptr<Provider> make_openai_provider(const Endpoint& endpoint);
+std::unique_ptr<Provider> make_anthropic_provider(const Endpoint& endpoint);
+
+// Helpers shared by the wire APIs.
+namespace wire {
+
+// Seconds from retry-after-ms or Retry-After (seconds or an HTTP date); nullopt when absent.
+std::optional<double> parse_retry_after(const std::map<std::string, std::string>& headers);
+// The message inside an API's JSON error body, else the start of the body.
+std::string api_error_message(std::string_view body);
+// Maps a non-2xx status to a typed, redacted error.
+AttemptError status_error(const HttpResponse& res, const Endpoint& ep);
+// Maps a transport failure (timeout, cut connection, cancel) to a typed, redacted error.
+AttemptError transport_error(const HttpResponse& res, const Endpoint& ep, const Timeouts& to);
+AttemptError protocol_error(const Endpoint& ep, const std::string& message, bool retryable = true);
+// Input tokens of a request as estimated from its characters.
+int64_t estimate_input_tokens(const Request& req);
+bool is_success(long status);
+
+}  // namespace wire
+
+}  // namespace ok::llm
