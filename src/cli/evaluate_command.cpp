@@ -43,13 +43,16 @@ util::Result<int64_t> record(store::Store& st, const ResolvedProblem& prob,
   if (!ref_src) return std::unexpected(ref_src.error());
   auto cand_src = util::read_file(candidate);
   if (!cand_src) return std::unexpected(cand_src.error());
-  store::ProblemRow pr{r["problem"].value("source_hash", ""), prob.name, prob.path, prob.level,
-                       prob.number, *ref_src};
+  store::ProblemRow pr{r["problem"].value("source_hash", ""),
+                       prob.name,
+                       prob.path,
+                       prob.level,
+                       prob.number,
+                       *ref_src};
   auto pid = st.upsert_problem(pr);
   if (!pid) return std::unexpected(pid.error());
-  auto cid = st.upsert_candidate(
-      {r["candidate"].value("source_hash", ""), *cand_src,
-       std::filesystem::absolute(candidate).string()});
+  auto cid = st.upsert_candidate({r["candidate"].value("source_hash", ""), *cand_src,
+                                  std::filesystem::absolute(candidate).string()});
   if (!cid) return std::unexpected(cid.error());
   auto num = [&](const json& v) -> std::optional<double> {
     return v.is_number() ? std::optional(v.get<double>()) : std::nullopt;
@@ -82,8 +85,7 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   if (!cfg) return report_error(cfg.error());
   auto prob = resolve_problem(o.problem, *cfg);
   if (!prob) return report_error(prob.error());
-  if (o.candidate.empty())
-    return report_error({ErrorKind::kUsage, "--candidate PATH is required"});
+  if (o.candidate.empty()) return report_error({ErrorKind::kUsage, "--candidate PATH is required"});
   if (auto c = util::read_file(o.candidate); !c) return report_error(c.error());
   if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
   if (o.timeout <= 0) return report_error({ErrorKind::kUsage, "--timeout must be positive"});
@@ -94,10 +96,11 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   bool gpu = worker->hello().value("cuda_available", false);
   std::string backend = o.backend.empty() ? (gpu ? "cuda" : "cpu") : o.backend;
   if (backend != "cpu" && !gpu)
-    return report_error({ErrorKind::kEnvironment,
-                         fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch "
-                                     "({}) sees none on this machine; use --backend cpu",
-                                     backend, worker->hello()["python_executable"].get<std::string>())});
+    return report_error(
+        {ErrorKind::kEnvironment,
+         fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch "
+                     "({}) sees none on this machine; use --backend cpu",
+                     backend, worker->hello()["python_executable"].get<std::string>())});
   eval::EvalRequest req;
   req.reference = prob->path;
   req.candidate = std::filesystem::absolute(o.candidate).string();
@@ -134,7 +137,8 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto* cmd = app.add_subcommand("evaluate", "Check and time one candidate against a reference");
   add_problem_options(cmd, o->problem);
   cmd->add_option("--candidate", o->candidate, "Candidate file defining ModelNew")->required();
-  cmd->add_option("--backend", o->backend, "cpu, cuda or triton (default: cuda with a GPU, else cpu)")
+  cmd->add_option("--backend", o->backend,
+                  "cpu, cuda or triton (default: cuda with a GPU, else cpu)")
       ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
   cmd->add_option("--device", o->device, "Device, e.g. cuda:0 (default: cuda:0, or cpu)");
   cmd->add_option("--trials", o->trials, "Correctness trials with fresh inputs (default 5)");

@@ -33,18 +33,17 @@ int run_list(const ProblemsOptions& o) {
   if (!cfg) return report_error(cfg.error());
   if (o.problem.level == 0)
     return report_error({util::ErrorKind::kUsage, "problems list needs --level L"});
-  auto dir = problems::kernelbench_dir(o.problem.kernelbench_dir.empty()
-                                           ? std::nullopt
-                                           : std::optional(o.problem.kernelbench_dir),
-                                       cfg->kernelbench_dir);
+  auto dir = problems::kernelbench_dir(
+      o.problem.kernelbench_dir.empty() ? std::nullopt : std::optional(o.problem.kernelbench_dir),
+      cfg->kernelbench_dir);
   if (!dir) return report_error(dir.error());
   auto all = problems::list_level(*dir, o.problem.level);
   if (!all) return report_error(all.error());
   if (o.json) {
     json arr = json::array();
     for (const auto& p : *all)
-      arr.push_back({{"level", p.level}, {"problem", p.number}, {"name", p.name},
-                     {"path", p.path.string()}});
+      arr.push_back(
+          {{"level", p.level}, {"problem", p.number}, {"name", p.name}, {"path", p.path.string()}});
     fmt::print("{}\n", arr.dump());
     return 0;
   }
@@ -60,8 +59,9 @@ int run_show(const ProblemsOptions& o) {
   if (!prob) return report_error(prob.error());
   auto worker = start_worker(*cfg, o.python);
   if (!worker) return report_error(worker.error());
-  auto r = worker->call({{"op", "inspect"}, {"reference", prob->path}, {"overrides", prob->overrides}},
-                        std::chrono::seconds(600));
+  auto r =
+      worker->call({{"op", "inspect"}, {"reference", prob->path}, {"overrides", prob->overrides}},
+                   std::chrono::seconds(600));
   if (!r) return report_error(r.error());
   if (prob->level) (*r)["level"] = *prob->level;
   if (prob->number) (*r)["problem"] = *prob->number;
@@ -75,7 +75,8 @@ int run_show(const ProblemsOptions& o) {
   auto shape = [](const json& v) {
     if (!v.contains("shape")) return v.value("value", std::string("?"));
     std::string s;
-    for (const auto& d : v["shape"]) s += (s.empty() ? "" : ", ") + std::to_string(d.get<long long>());
+    for (const auto& d : v["shape"])
+      s += (s.empty() ? "" : ", ") + std::to_string(d.get<long long>());
     return fmt::format("[{}] {}", s, v.value("dtype", ""));
   };
   for (const auto& v : (*r)["inputs"]) fmt::print("input     {}\n", shape(v));

@@ -1,10 +1,10 @@
 #include "config/config.hpp"
 
 #include <sys/stat.h>
+#include <toml++/toml.h>
 
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "util/paths.hpp"
 
@@ -32,8 +32,8 @@ util::Result<Config> load(const fs::path& path) {
     t = toml::parse_file(path.string());
   } catch (const toml::parse_error& e) {
     std::ostringstream ss;
-    ss << "malformed config file " << path.string() << " at line " << e.source().begin.line
-       << ": " << e.description();
+    ss << "malformed config file " << path.string() << " at line " << e.source().begin.line << ": "
+       << e.description();
     return fail(ErrorKind::kBadInput, ss.str());
   }
   Config c;
@@ -46,7 +46,9 @@ util::Result<Config> load(const fs::path& path) {
   return c;
 }
 
-util::Result<Config> load_default() { return load(default_path()); }
+util::Result<Config> load_default() {
+  return load(default_path());
+}
 
 util::Result<void> save(const fs::path& path, const Config& updates) {
   toml::table t;
@@ -55,9 +57,9 @@ util::Result<void> save(const fs::path& path, const Config& updates) {
     try {
       t = toml::parse_file(path.string());
     } catch (const toml::parse_error& e) {
-      return fail(ErrorKind::kBadInput, "malformed config file " + path.string() +
-                                            "; fix or remove it first: " +
-                                            std::string(e.description()));
+      return fail(ErrorKind::kBadInput,
+                  "malformed config file " + path.string() +
+                      "; fix or remove it first: " + std::string(e.description()));
     }
   }
   auto put = [&](const char* key, const std::optional<std::string>& v) {
@@ -83,7 +85,8 @@ util::Result<void> save(const fs::path& path, const Config& updates) {
   }
   ::chmod(tmp.c_str(), 0600);
   fs::rename(tmp, path, ec);
-  if (ec) return fail(ErrorKind::kBadInput, "cannot replace " + path.string() + ": " + ec.message());
+  if (ec)
+    return fail(ErrorKind::kBadInput, "cannot replace " + path.string() + ": " + ec.message());
   return {};
 }
 

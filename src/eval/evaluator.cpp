@@ -9,11 +9,11 @@ namespace ok::eval {
 using nlohmann::json;
 
 json to_json(const EvalRequest& r) {
-  json j = {{"op", "evaluate"},          {"reference", r.reference},
-            {"candidate", r.candidate},  {"backend", r.backend},
-            {"trials", r.trials},        {"timeout_s", r.timeout_s},
-            {"overrides", r.overrides},  {"timing_budget_s", r.timing_budget_s},
-            {"threads", r.threads},      {"strict", r.strict}};
+  json j = {{"op", "evaluate"},         {"reference", r.reference},
+            {"candidate", r.candidate}, {"backend", r.backend},
+            {"trials", r.trials},       {"timeout_s", r.timeout_s},
+            {"overrides", r.overrides}, {"timing_budget_s", r.timing_budget_s},
+            {"threads", r.threads},     {"strict", r.strict}};
   if (r.device) j["device"] = *r.device;
   if (r.seed) j["seed"] = *r.seed;
   if (!r.cache_dir.empty()) j["cache_dir"] = r.cache_dir;
@@ -24,12 +24,11 @@ util::Result<json> evaluate(Worker& worker, const EvalRequest& request) {
   auto start = std::chrono::steady_clock::now();
   // Each candidate step is bounded by timeout_s inside the worker; the worker itself gets room
   // for the compile, every trial, timing and the reference's own runs.
-  auto limit = std::chrono::seconds(
-      static_cast<long long>(request.timeout_s * (request.trials + 6) + request.timing_budget_s * 3 + 600));
+  auto limit = std::chrono::seconds(static_cast<long long>(
+      request.timeout_s * (request.trials + 6) + request.timing_budget_s * 3 + 600));
   auto r = worker.call(to_json(request), limit);
   if (!r) return r;
-  (*r)["wall_s"] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (*r)["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
@@ -57,7 +56,8 @@ std::string format_report(const json& r) {
   if (r["max_abs_error"].is_number())
     out += fmt::format("error     max abs {:.3g}, max rel {:.3g}\n",
                        r["max_abs_error"].get<double>(), r["max_rel_error"].get<double>());
-  out += fmt::format("device    {} ({} backend)\n", r.value("device", "?"), r.value("backend", "?"));
+  out +=
+      fmt::format("device    {} ({} backend)\n", r.value("device", "?"), r.value("backend", "?"));
   if (r.contains("flags") && !r["flags"].empty()) {
     std::string flags;
     for (const auto& f : r["flags"]) flags += (flags.empty() ? "" : ", ") + f.get<std::string>();

@@ -44,7 +44,8 @@ util::Result<Worker> Worker::start(const WorkerOptions& opts) {
     return fail(ErrorKind::kEnvironment,
                 fmt::format("the configured Python cannot serve as the evaluation worker:{}\n"
                             "install torch for it or point --python / OPENKERNEL_PYTHON at one "
-                            "that imports torch", tried));
+                            "that imports torch",
+                            tried));
   return fail(ErrorKind::kEnvironment,
               fmt::format("no Python that imports torch was found; tried:{}\ninstall PyTorch (on "
                           "Debian: apt-get install python3-torch) or set OPENKERNEL_PYTHON",
@@ -63,10 +64,10 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
   auto line = proc->read_line(std::chrono::steady_clock::now() + opts.start_timeout);
   if (!line) {
     std::string err = proc->take_stderr(4000);
-    return fail(ErrorKind::kEnvironment,
-                fmt::format("the evaluation worker ({} -m openkernel_worker) did not start: {}{}",
-                            python, line.error().message,
-                            err.empty() ? "" : "; it printed: " + err));
+    return fail(
+        ErrorKind::kEnvironment,
+        fmt::format("the evaluation worker ({} -m openkernel_worker) did not start: {}{}", python,
+                    line.error().message, err.empty() ? "" : "; it printed: " + err));
   }
   json hello = json::parse(*line, nullptr, false);
   if (hello.is_discarded() || hello.value("type", "") != "hello")
@@ -100,14 +101,13 @@ util::Result<json> Worker::call(json request, std::chrono::seconds timeout) {
         return fail(ErrorKind::kInternal,
                     fmt::format("the evaluation worker gave no answer within {} s and was stopped",
                                 timeout.count()));
-      return fail(ErrorKind::kInternal, fmt::format("the evaluation worker {}{}",
-                                                    status.describe(),
+      return fail(ErrorKind::kInternal, fmt::format("the evaluation worker {}{}", status.describe(),
                                                     err.empty() ? "" : ": " + err));
     }
     json reply = json::parse(*line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object())
-      return fail(ErrorKind::kInternal, "the evaluation worker sent a malformed reply: " +
-                                            line->substr(0, 500));
+      return fail(ErrorKind::kInternal,
+                  "the evaluation worker sent a malformed reply: " + line->substr(0, 500));
     if (reply.value("id", -1) != id) continue;  // a stale reply from an abandoned request
     if (reply.value("ok", false)) return reply["result"];
     const json& e = reply["error"];

@@ -26,7 +26,7 @@ inline constexpr int kProtocolVersion = 1;
 std::vector<std::string> python_candidates(const std::optional<std::string>& configured);
 
 struct WorkerOptions {
-  std::vector<std::string> pythons;  // tried in order; the first that imports torch serves
+  std::vector<std::string> pythons;     // tried in order; the first that imports torch serves
   std::filesystem::path resource_root;  // holds python/openkernel_worker
   std::chrono::seconds start_timeout{120};
 };

@@ -86,7 +86,9 @@ CREATE INDEX llm_calls_session ON llm_calls(session);
 constexpr std::array<std::string_view, 2> kMigrations = {kV1, kV2};
 }  // namespace
 
-std::span<const std::string_view> migrations() { return kMigrations; }
+std::span<const std::string_view> migrations() {
+  return kMigrations;
+}
 
 util::Result<int> migrate(Database& db) {
   auto st = db.prepare("PRAGMA user_version");

@@ -44,13 +44,19 @@ util::Result<void> Statement::run() {
   }
 }
 
-int64_t Statement::col_int(int i) const { return sqlite3_column_int64(stmt_, i); }
-double Statement::col_double(int i) const { return sqlite3_column_double(stmt_, i); }
+int64_t Statement::col_int(int i) const {
+  return sqlite3_column_int64(stmt_, i);
+}
+double Statement::col_double(int i) const {
+  return sqlite3_column_double(stmt_, i);
+}
 std::string Statement::col_text(int i) const {
   auto* p = sqlite3_column_text(stmt_, i);
   return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
 }
-bool Statement::col_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+bool Statement::col_null(int i) const {
+  return sqlite3_column_type(stmt_, i) == SQLITE_NULL;
+}
 
 util::Result<Database> Database::open(const std::filesystem::path& path) {
   std::error_code ec;
@@ -64,7 +70,8 @@ util::Result<Database> Database::open(const std::filesystem::path& path) {
   }
   sqlite3_busy_timeout(db, 10000);
   Database d(db);
-  if (auto r = d.exec("PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;");
+  if (auto r =
+          d.exec("PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;");
       !r)
     return std::unexpected(r.error());
   return d;
@@ -92,6 +99,8 @@ util::Result<Statement> Database::prepare(std::string_view sql) {
   return Statement(s, db_);
 }
 
-int64_t Database::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+int64_t Database::last_insert_id() const {
+  return sqlite3_last_insert_rowid(db_);
+}
 
 }  // namespace ok::store

@@ -5,7 +5,9 @@
 
 namespace ok::store {
 
-std::filesystem::path Store::default_path() { return util::data_dir() / "openkernel.db"; }
+std::filesystem::path Store::default_path() {
+  return util::data_dir() / "openkernel.db";
+}
 
 util::Result<Store> Store::open(const std::filesystem::path& path) {
   auto db = Database::open(path);

@@ -30,9 +30,15 @@ static fs::path xdg(const char* var, const char* fallback) {
   return home() / fallback / "openkernel";
 }
 
-fs::path config_dir() { return xdg("XDG_CONFIG_HOME", ".config"); }
-fs::path data_dir() { return xdg("XDG_DATA_HOME", ".local/share"); }
-fs::path cache_dir() { return xdg("XDG_CACHE_HOME", ".cache"); }
+fs::path config_dir() {
+  return xdg("XDG_CONFIG_HOME", ".config");
+}
+fs::path data_dir() {
+  return xdg("XDG_DATA_HOME", ".local/share");
+}
+fs::path cache_dir() {
+  return xdg("XDG_CACHE_HOME", ".cache");
+}
 
 static bool looks_like_root(const fs::path& p) {
   std::error_code ec;

@@ -25,7 +25,9 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.starts_with(prefix);
+}
 
 static bool parse_int(std::string_view s, int& v) {
   auto t = trim(s);

@@ -10,7 +10,8 @@ namespace ok::util {
 std::vector<std::string> split(std::string_view s, char sep);
 std::string trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
-// Parses "1-20,35" into a sorted list without duplicates; nullopt-like empty + error text on failure.
+// Parses "1-20,35" into a sorted list without duplicates; nullopt-like empty + error text on
+// failure.
 bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& error);
 
 }  // namespace ok::util

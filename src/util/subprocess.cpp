@@ -87,7 +87,9 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   return p;
 }
 
-Subprocess::Subprocess(Subprocess&& o) noexcept { *this = std::move(o); }
+Subprocess::Subprocess(Subprocess&& o) noexcept {
+  *this = std::move(o);
+}
 
 Subprocess& Subprocess::operator=(Subprocess&& o) noexcept {
   if (this != &o) {
@@ -103,7 +105,9 @@ Subprocess& Subprocess::operator=(Subprocess&& o) noexcept {
   return *this;
 }
 
-Subprocess::~Subprocess() { release(); }
+Subprocess::~Subprocess() {
+  release();
+}
 
 void Subprocess::release() {
   close_fd(in_fd_);
@@ -186,7 +190,9 @@ std::string Subprocess::take_stderr(size_t max) {
   return s;
 }
 
-void Subprocess::close_stdin() { close_fd(in_fd_); }
+void Subprocess::close_stdin() {
+  close_fd(in_fd_);
+}
 
 void Subprocess::kill_group(int sig) {
   if (pid_ > 0 && !status_) ::kill(-pid_, sig);
