@@ -91,24 +91,32 @@ std::span<const std::string_view> migrations() {
 }
 
 util::Result<int> migrate(Database& db) {
-  auto st = db.prepare("PRAGMA user_version");
-  if (!st) return std::unexpected(st.error());
-  if (auto r = st->step(); !r) return std::unexpected(r.error());
-  int version = static_cast<int>(st->col_int(0));
   const int latest = static_cast<int>(kMigrations.size());
-  if (version > latest)
-    return util::fail(util::ErrorKind::kBadInput,
-                      "the database has schema version " + std::to_string(version) +
-                          ", newer than this openkernel understands (" + std::to_string(latest) +
-                          "); upgrade openkernel or pass another --db");
-  for (int v = version; v < latest; ++v) {
-    std::string sql = "BEGIN IMMEDIATE;\n" + std::string(kMigrations[v]) +
-                      "\nPRAGMA user_version = " + std::to_string(v + 1) + ";\nCOMMIT;";
-    if (auto r = db.exec(sql); !r) {
-      (void)db.exec("ROLLBACK;");
-      return std::unexpected(r.error());
-    }
+  // Read the version and apply every pending migration inside one write transaction, so that
+  // processes creating the same new database at once serialise instead of failing.
+  if (auto r = db.exec("BEGIN IMMEDIATE;"); !r) return std::unexpected(r.error());
+  auto rollback = [&](util::Error e) -> util::Result<int> {
+    (void)db.exec("ROLLBACK;");
+    return std::unexpected(std::move(e));
+  };
+  int version = 0;
+  {
+    auto st = db.prepare("PRAGMA user_version");
+    if (!st) return rollback(st.error());
+    if (auto r = st->step(); !r) return rollback(r.error());
+    version = static_cast<int>(st->col_int(0));
   }
+  if (version > latest)
+    return rollback({util::ErrorKind::kBadInput,
+                     "the database has schema version " + std::to_string(version) +
+                         ", newer than this openkernel understands (" + std::to_string(latest) +
+                         "); upgrade openkernel or pass another --db"});
+  for (int v = version; v < latest; ++v) {
+    std::string sql =
+        std::string(kMigrations[v]) + "\nPRAGMA user_version = " + std::to_string(v + 1) + ";";
+    if (auto r = db.exec(sql); !r) return rollback(r.error());
+  }
+  if (auto r = db.exec("COMMIT;"); !r) return rollback(r.error());
   return latest;
 }
 

@@ -11,7 +11,8 @@
 namespace ok::store {
 
 std::span<const std::string_view> migrations();
-// Applies every pending migration in one transaction each; refuses a database newer than us.
+// Applies every pending migration in one write transaction (all or nothing), so concurrent
+// first opens serialise; refuses a database newer than us.
 util::Result<int> migrate(Database& db);
 
 }  // namespace ok::store

@@ -36,6 +36,8 @@ static bool parse_int(std::string_view s, int& v) {
   return ec == std::errc() && p == t.data() + t.size() && v >= 0;
 }
 
+constexpr int kMaxRangeSpan = 100000;
+
 bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& error) {
   out.clear();
   for (const auto& part : split(spec, ',')) {
@@ -54,7 +56,12 @@ bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& 
       error = "'" + part + "' is not a range like 1-20";
       return false;
     }
-    for (int i = a; i <= b; ++i) out.push_back(i);
+    if (b - a > kMaxRangeSpan) {
+      out.clear();
+      error = "'" + part + "' spans more than " + std::to_string(kMaxRangeSpan) + " numbers";
+      return false;
+    }
+    for (long long i = a; i <= b; ++i) out.push_back(static_cast<int>(i));
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -27,16 +27,28 @@ static void close_fd(int& fd) {
 
 Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   if (opts.argv.empty()) return fail(ErrorKind::kInternal, "spawn: empty argv");
-  int in_pipe[2], out_pipe[2], err_pipe[2] = {-1, -1};
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
-    return fail(ErrorKind::kInternal, std::string("pipe: ") + strerror(errno));
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
   int err_file = -1;
+  auto close_all = [&] {
+    for (int* fd : {&in_pipe[0], &in_pipe[1], &out_pipe[0], &out_pipe[1], &err_pipe[0],
+                    &err_pipe[1], &err_file})
+      close_fd(*fd);
+  };
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) {
+    std::string msg = std::string("pipe: ") + strerror(errno);
+    close_all();
+    return fail(ErrorKind::kInternal, msg);
+  }
   if (opts.stderr_file) {
     err_file = ::open(opts.stderr_file->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (err_file < 0)
+    if (err_file < 0) {
+      close_all();
       return fail(ErrorKind::kInternal, "cannot open " + opts.stderr_file->string());
+    }
   } else if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    return fail(ErrorKind::kInternal, std::string("pipe: ") + strerror(errno));
+    std::string msg = std::string("pipe: ") + strerror(errno);
+    close_all();
+    return fail(ErrorKind::kInternal, msg);
   }
 
   // Build argv and envp before fork: only async-signal-safe calls in the child.
@@ -58,7 +70,11 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   std::string cwd = opts.cwd ? opts.cwd->string() : "";
 
   pid_t pid = fork();
-  if (pid < 0) return fail(ErrorKind::kInternal, std::string("fork: ") + strerror(errno));
+  if (pid < 0) {
+    std::string msg = std::string("fork: ") + strerror(errno);
+    close_all();
+    return fail(ErrorKind::kInternal, msg);
+  }
   if (pid == 0) {
     setpgid(0, 0);
     dup2(in_pipe[0], 0);

@@ -207,7 +207,8 @@ TEST_F(ProblemsTest, FindProblemInMissingLevelFails) {
   EXPECT_NE(p.error().message.find("level 3"), std::string::npos);
 }
 
-// The real KernelBench set, when it is there (../shared/kernelbench or $OPENKERNEL_KERNELBENCH_DIR).
+// The real KernelBench set, when it is there (../shared/kernelbench or
+// $OPENKERNEL_KERNELBENCH_DIR).
 TEST(KernelBench, RealLevel1HasOneHundredProblems) {
   fs::path dir;
   if (const char* env = std::getenv("OPENKERNEL_KERNELBENCH_DIR"); env && *env) {

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "store/migrations.hpp"
 #include "store/sqlite.hpp"
@@ -130,8 +132,8 @@ TEST_F(StoreTest, MigratesAnOlderDatabaseForward) {
   {
     auto db = Database::open(path_);
     ASSERT_TRUE(db.has_value());
-    ASSERT_TRUE(db->exec(std::string(ok::store::migrations()[0]) + "PRAGMA user_version = 1;")
-                    .has_value());
+    ASSERT_TRUE(
+        db->exec(std::string(ok::store::migrations()[0]) + "PRAGMA user_version = 1;").has_value());
     ASSERT_FALSE(tables(*db).count("llm_calls"));
   }
   auto s = open();
@@ -143,7 +145,8 @@ TEST_F(StoreTest, FailedMigrationRollsBackAndReportsError) {
   {
     auto db = Database::open(path_);
     ASSERT_TRUE(db.has_value());
-    // A stray table that migration 2 wants to create makes it fail after migration 1 succeeded.
+    // A stray table that migration 2 wants to create makes it fail after migration 1 ran: the
+    // pending migrations are applied all or nothing.
     ASSERT_TRUE(db->exec("CREATE TABLE llm_calls (x INTEGER);").has_value());
   }
   auto s = Store::open(path_);
@@ -151,8 +154,8 @@ TEST_F(StoreTest, FailedMigrationRollsBackAndReportsError) {
   EXPECT_NE(s.error().message.find("llm_calls"), std::string::npos) << s.error().message;
   auto db = Database::open(path_);
   ASSERT_TRUE(db.has_value());
-  EXPECT_EQ(scalar(*db, "PRAGMA user_version"), 1);
-  EXPECT_TRUE(tables(*db).count("evaluations"));
+  EXPECT_EQ(scalar(*db, "PRAGMA user_version"), 0);
+  EXPECT_FALSE(tables(*db).count("evaluations"));
 }
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
@@ -191,18 +194,19 @@ TEST_F(StoreTest, RefusesAFileThatIsNotADatabase) {
 TEST_F(StoreTest, UpsertProblemDeduplicatesByHash) {
   auto s = open();
   auto a = s.upsert_problem({"hash-a", "Relu", "/p/relu.py", 1, 19, "src a"});
-  auto again = s.upsert_problem({"hash-a", "ReLU", "/other/relu.py", std::nullopt, std::nullopt,
-                                 "src a"});
-  auto b = s.upsert_problem({"hash-b", "Softmax", "/p/softmax.py", std::nullopt, std::nullopt,
-                             "src b"});
+  auto again =
+      s.upsert_problem({"hash-a", "ReLU", "/other/relu.py", std::nullopt, std::nullopt, "src a"});
+  auto b =
+      s.upsert_problem({"hash-b", "Softmax", "/p/softmax.py", std::nullopt, std::nullopt, "src b"});
   ASSERT_TRUE(a && again && b);
   EXPECT_EQ(*a, *again);
   EXPECT_NE(*a, *b);
   EXPECT_EQ(scalar(s.db(), "SELECT COUNT(*) FROM problems"), 2);
   EXPECT_EQ(text(s.db(), "SELECT name FROM problems WHERE source_hash='hash-a'"), "ReLU");
   EXPECT_EQ(scalar(s.db(), "SELECT level FROM problems WHERE source_hash='hash-a'"), 1);
-  EXPECT_EQ(scalar(s.db(), "SELECT problem_number IS NULL FROM problems WHERE "
-                           "source_hash='hash-b'"),
+  EXPECT_EQ(scalar(s.db(),
+                   "SELECT problem_number IS NULL FROM problems WHERE "
+                   "source_hash='hash-b'"),
             1);
 }
 
@@ -289,4 +293,29 @@ TEST(StorePaths, DefaultPathIsUnderXdgDataHome) {
     ::setenv("XDG_DATA_HOME", saved.c_str(), 1);
   else
     ::unsetenv("XDG_DATA_HOME");
+}
+
+// migrate() reads user_version outside its write transaction and keeps that read open, so
+// processes opening a fresh database together fail with "database is locked".
+TEST_F(StoreTest, ConcurrentFirstOpensAllSucceed) {
+  constexpr int kRounds = 3, kChildren = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    path_ = dir_ / ("race" + std::to_string(round) + ".db");
+    std::vector<pid_t> children;
+    for (int i = 0; i < kChildren; ++i) {
+      pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) _exit(Store::open(path_).has_value() ? 0 : 1);
+      children.push_back(pid);
+    }
+    int failed = 0;
+    for (pid_t pid : children) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    EXPECT_EQ(failed, 0) << "round " << round;
+    auto s = open();
+    EXPECT_EQ(scalar(s.db(), "PRAGMA user_version"), latest());
+  }
 }

@@ -21,9 +21,13 @@ TEST(Split, KeepsEmptyFields) {
   EXPECT_EQ(split(":a:", ':'), (Strings{"", "a", ""}));
 }
 
-TEST(Split, EmptyInputIsOneEmptyField) { EXPECT_EQ(split("", ','), (Strings{""})); }
+TEST(Split, EmptyInputIsOneEmptyField) {
+  EXPECT_EQ(split("", ','), (Strings{""}));
+}
 
-TEST(Split, NoSeparatorIsWholeString) { EXPECT_EQ(split("abc", ','), (Strings{"abc"})); }
+TEST(Split, NoSeparatorIsWholeString) {
+  EXPECT_EQ(split("abc", ','), (Strings{"abc"}));
+}
 
 TEST(Trim, RemovesSpacesTabsAndNewlinesAtBothEnds) {
   EXPECT_EQ(trim("  a b \t\r\n"), "a b");
@@ -114,11 +118,23 @@ TEST(ParseIdRanges, RejectsMalformedRangesNamingThePart) {
   }
 }
 
-TEST(ParseIdRanges, RejectsNumbersTooLargeForInt) { EXPECT_FALSE(parse("99999999999").ok); }
+TEST(ParseIdRanges, RejectsNumbersTooLargeForInt) {
+  EXPECT_FALSE(parse("99999999999").ok);
+}
 
 // strings.hpp promises an empty list on failure.
 TEST(ParseIdRanges, LeavesOutEmptyOnFailure) {
   auto p = parse("1,2,x");
   EXPECT_FALSE(p.ok);
   EXPECT_TRUE(p.ids.empty());
+}
+
+TEST(ParseIdRanges, RejectsHugeAndOverflowingRanges) {
+  std::vector<int> out;
+  std::string error;
+  EXPECT_FALSE(ok::util::parse_id_ranges("1-300000000", out, error));
+  EXPECT_NE(error.find("spans more than"), std::string::npos);
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(ok::util::parse_id_ranges("2147483645-2147483647", out, error)) << error;
+  EXPECT_EQ(out.size(), 3u);
 }

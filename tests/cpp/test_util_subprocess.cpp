@@ -346,3 +346,17 @@ TEST(Subprocess, ReadLineDoesNotSpinAfterChildClosesStderr) {
   };
   EXPECT_LT(cpu_us(after) - cpu_us(before), 300000L);
 }
+
+// spawn returns early when the stderr file cannot be opened, leaking the four pipe ends.
+TEST(Subprocess, FailedSpawnLeaksNoDescriptors) {
+  auto count_fds = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
+  };
+  auto before = count_fds();
+  SpawnOptions o;
+  o.argv = {"/bin/true"};
+  o.stderr_file = "/nonexistent-dir/openkernel/err.log";
+  auto p = Subprocess::spawn(o);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(count_fds(), before);
+}
