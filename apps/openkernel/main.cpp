@@ -1,5 +1,6 @@
 // openkernel: the engine's command line. Thin: the commands live in src/cli.
 #include "cli/command.hpp"
+#include "cli/llm_commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"OpenKernel: turn a PyTorch reference into a faster, verified GPU kernel"};
@@ -10,5 +11,6 @@ int main(int argc, char** argv) {
   ok::cli::add_evaluate_command(app, g, action);
   ok::cli::add_problems_command(app, g, action);
   ok::cli::add_example_command(app, g, action);
+  ok::cli::add_llm_commands(app, g, action);
   return ok::cli::run_app(app, argc, argv, action);
 }

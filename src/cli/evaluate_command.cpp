@@ -28,6 +28,7 @@ struct EvaluateOptions {
   double timing_budget = 4;
   int threads = 0;
   bool strict = false;
+  bool no_sandbox = false;
   bool json = false;
   std::string python;
 };
@@ -114,6 +115,12 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   req.threads = o.threads > 0 ? o.threads : (backend == "cpu" ? default_threads() : 0);
   req.strict = o.strict;
   req.cache_dir = util::cache_dir().string();
+  req.no_sandbox = o.no_sandbox;
+  if (o.no_sandbox)
+    fmt::print(stderr,
+               "WARNING: --no-sandbox: the candidate runs WITHOUT the sandbox. Its code can read "
+               "your files and API keys, use the network and write wherever you can. Use it only "
+               "for candidates you trust; the result is flagged no_sandbox.\n");
   auto result = eval::evaluate(*worker, req);
   if (!result) return report_error(result.error());
   (*result)["versions"] = worker->hello()["versions"];
@@ -150,6 +157,9 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "Seconds of timing before stopping short of the target precision (default 4)");
   cmd->add_option("--threads", o->threads, "CPU threads for reference and candidate");
   cmd->add_flag("--strict", o->strict, "Reject a candidate on any flag");
+  cmd->add_flag("--no-sandbox", o->no_sandbox,
+                "Run the candidate without the bwrap sandbox (dangerous: only for trusted code; "
+                "needed where bwrap cannot run)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--db", g.db, "Store database (default: the user's data directory)");

@@ -245,7 +245,7 @@ void add_config_options(CLI::App* cmd, ConfigOptions& o) {
 
 }  // namespace
 
-void add_llm_options(CLI::App* cmd, LlmOptions& o) {
+void add_llm_options(CLI::App* cmd, LlmOptions& o, bool with_budget) {
   cmd->add_option("--model", o.model,
                   "Model: a registry name (see `openkernel models`) or provider/model "
                   "(default: the config's model)");
@@ -254,6 +254,14 @@ void add_llm_options(CLI::App* cmd, LlmOptions& o) {
   cmd->add_option("--api-key-env", o.api_key_env,
                   "Environment variable holding the API key (default order: "
                   "OPENKERNEL_API_KEY, the provider's variable, the config file)");
+  if (with_budget)
+    cmd->add_option("--budget-usd", o.budget_usd,
+                    "Stop making model calls once this many US dollars are spent")
+        ->check(CLI::NonNegativeNumber);
+}
+
+std::optional<double> budget_of(const LlmOptions& o) {
+  return o.budget_usd > 0 ? std::optional<double>(o.budget_usd) : std::nullopt;
 }
 
 util::Result<llm::Endpoint> resolve_llm(const LlmOptions& o, const config::Config& cfg,
@@ -278,7 +286,7 @@ void add_llm_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   auto* ping_cmd = llm_cmd->add_subcommand("ping",
                                            "One round trip to a model: reply, tokens, "
                                            "latency, time to first token and cost");
-  add_llm_options(ping_cmd, ping->llm);
+  add_llm_options(ping_cmd, ping->llm, /*with_budget=*/false);
   ping_cmd->add_option("--prompt", ping->prompt, "What to send (default: ask for 'pong')");
   ping_cmd->add_flag("--stream", ping->stream, "Stream the reply as it arrives");
   ping_cmd->add_flag("--json", ping->json, "Print one JSON object");

@@ -5,6 +5,9 @@
 // Registration only stores an action; nothing touches the network or the disk until it runs.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "cli/command.hpp"
 #include "config/config.hpp"
 #include "llm/registry.hpp"
@@ -16,10 +19,13 @@ struct LlmOptions {
   std::string model;        // --model (empty: the config's model)
   std::string base_url;     // --base-url (empty: the config's, when the model is the config's)
   std::string api_key_env;  // --api-key-env VAR: take the key from VAR only
+  double budget_usd = 0;    // --budget-usd: no new model calls once this much is spent; 0: none
 };
 
-// Adds --model, --base-url and --api-key-env to a subcommand.
-void add_llm_options(CLI::App* cmd, LlmOptions& o);
+// Adds --model, --base-url and --api-key-env (and --budget-usd when `with_budget`) to a subcommand.
+void add_llm_options(CLI::App* cmd, LlmOptions& o, bool with_budget = true);
+// The spending limit for an llm::Ledger; nullopt when none was set.
+std::optional<double> budget_of(const LlmOptions& o);
 
 // The endpoint for the flags, environment and config; kUsage saying what to set when the model is
 // unknown or no key is found. Touches no network.

@@ -218,5 +218,36 @@ TEST_F(LlmCli, RejectedKeyNeverReachesOutputOrStore) {
   }
 }
 
+TEST(LlmOptionsFlags, BudgetAndModelFlagsParse) {
+  CLI::App app{"test"};
+  LlmOptions o;
+  add_llm_options(&app, o);
+  app.parse("--model gpt-5 --budget-usd 0.5 --api-key-env MY_KEY", false);
+  EXPECT_EQ(o.model, "gpt-5");
+  EXPECT_EQ(o.api_key_env, "MY_KEY");
+  EXPECT_EQ(budget_of(o), 0.5);
+  EXPECT_EQ(budget_of(LlmOptions{}), std::nullopt);
+  CLI::App bad{"test"};
+  LlmOptions b;
+  add_llm_options(&bad, b);
+  EXPECT_THROW(bad.parse("--budget-usd -1", false), CLI::ValidationError);
+}
+
+TEST(LlmOptionsFlags, ConfigBaseUrlFollowsOnlyTheConfigModel) {
+  auto registry = llm::Registry::load_default();
+  ASSERT_TRUE(registry);
+  config::Config cfg;
+  cfg.model = "openai/local";
+  cfg.base_url = "http://127.0.0.1:8000/v1";
+  auto from_config = resolve_llm(LlmOptions{}, cfg, *registry);
+  ASSERT_TRUE(from_config) << from_config.error().message;
+  EXPECT_EQ(from_config->base_url, "http://127.0.0.1:8000/v1");
+  LlmOptions other;
+  other.model = "ollama/llama3";
+  auto flagged = resolve_llm(other, cfg, *registry);
+  ASSERT_TRUE(flagged) << flagged.error().message;
+  EXPECT_EQ(flagged->base_url, "http://127.0.0.1:11434/v1");
+}
+
 }  // namespace
 }  // namespace ok::cli

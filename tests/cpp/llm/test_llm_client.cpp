@@ -325,7 +325,7 @@ TEST_P(LlmClient, SlowFirstTokenTimesOut) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::kTimeout);
   EXPECT_NE(r.error().message.find("first token"), std::string::npos);
-  EXPECT_LT(ms_since(t0), 1000);
+  EXPECT_LT(ms_since(t0), 1500);
 }
 
 TEST_P(LlmClient, SlowFirstTokenWithinTheLimitIsMeasured) {
@@ -361,7 +361,7 @@ TEST_P(LlmClient, CancelStopsACallInFlight) {
   canceller.join();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::kCancelled);
-  EXPECT_LT(ms_since(t0), 800);
+  EXPECT_LT(ms_since(t0), 1500);
   EXPECT_EQ(server_.hits(), 1);
   auto after = c.complete(ping(false));
   ASSERT_FALSE(after);
@@ -384,7 +384,7 @@ TEST_P(LlmClient, CancelDuringBackoff) {
   canceller.join();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::kCancelled);
-  EXPECT_LT(ms_since(t0), 800);
+  EXPECT_LT(ms_since(t0), 1500);
 }
 
 TEST_P(LlmClient, StructuredReply) {
