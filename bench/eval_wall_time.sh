@@ -17,7 +17,7 @@ one() {  # name, args...
   for i in $(seq "$runs"); do
     local t0 t1 verdict
     t0=$(date +%s.%N)
-    verdict=$("$BIN" evaluate "$@" --json --db "$db" | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
+    verdict=$("$BIN" evaluate "$@" ${OPENKERNEL_EVAL_FLAGS:-} --json --db "$db" | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
     t1=$(date +%s.%N)
     printf '%s\t%s\t%s\t%s\n' "$name" "$i" "$verdict" "$(python3 -c "print(f'{$t1 - $t0:.2f}')")"
   done

@@ -6,10 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kb=${1:-../shared/kernelbench}
 rm -rf .device && mkdir -p .device/bin .device/lib .device/kernelbench
-cp build/release/bin/openkernel .device/bin/
-ldd build/release/bin/openkernel | awk '$3 ~ /^\// {print $3}' |
+cp build/release/bin/openkernel .device/bin/ && strip .device/bin/openkernel
+cp "$(command -v bwrap)" .device/bin/  # the sandbox; GPU images rarely carry it
+ldd build/release/bin/openkernel "$(command -v bwrap)" | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
-  while read -r lib; do cp -L "$lib" .device/lib/; done
+  while read -r lib; do cp -L "$lib" .device/lib/ && strip --strip-unneeded ".device/lib/$(basename "$lib")"; done
 for level in level1 level2; do
   [ -d "$kb/$level" ] && cp -r "$kb/$level" .device/kernelbench/
 done

@@ -43,6 +43,9 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    from .timing import tune_allocator
+
+    tune_allocator()
     channel = private_stdio_channel()
     try:
         import torch  # noqa: F401 - fail early and clearly when torch is missing

@@ -12,8 +12,9 @@ import time
 import traceback
 from typing import Any
 
-from . import timing  # captures the clock before any candidate code is imported
-from .problem import build_model, load_module, load_reference, make_init_inputs, make_inputs
+from . import integrity, timing  # timing captures the clock before any candidate code is imported
+from .problem import (build_model, load_module, load_reference, make_init_inputs, make_inputs,
+                      refresh_inputs)
 from .protocol import Channel, clean_floats, private_stdio_channel
 from .transfer import Exporter
 
@@ -56,6 +57,8 @@ class CandidateState:
         self.pool: list[list[Any]] = []
         self.timed_outputs: list[Any] = []
         self.flush: Any = None
+        self.state_before: dict[str, Any] = {}
+        self.l2_before: int | None = None
 
     def load(self, req: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -70,6 +73,10 @@ class CandidateState:
         CandidateState.candidate_path = path
         with open(path) as f:
             source = f.read()
+        self.state_before = integrity.global_state()
+        if self.device.startswith("cuda"):
+            torch.cuda.init()
+            self.l2_before = integrity.persisting_l2_bytes()
         t0 = time.perf_counter()
         try:
             module = load_module(path, source, "openkernel_candidate")
@@ -89,6 +96,24 @@ class CandidateState:
         except BaseException as e:  # noqa: BLE001
             return error_reply(e, "build")
         return {"ok": True, "compile_s": compile_s}
+
+    def profile(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Which ops and kernels one forward runs, global state changes, persisting L2."""
+        self.exporter.release()
+        inputs = make_inputs(self.reference.module, int(req["seed"]), self.device)
+        reply: dict[str, Any] = {"ok": True, "state_before": self.state_before,
+                                 "state_after": integrity.global_state()}
+        try:
+            reply["profile"] = integrity.profile_forward(self.model, inputs, self.device)
+        except BaseException as e:  # noqa: BLE001
+            return error_reply(e, "profile")
+        if self.device.startswith("cuda"):
+            reply["persisting_l2_bytes"] = integrity.persisting_l2_bytes()
+            reply["persisting_l2_bytes_before"] = self.l2_before
+        return reply
+
+    def ping(self) -> dict[str, Any]:
+        return {"ok": True}
 
     def run(self, req: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -125,15 +150,26 @@ class CandidateState:
             return error_reply(e, "warm-up")
         return {"ok": True}
 
+    def refresh(self, req: dict[str, Any]) -> dict[str, Any]:
+        """New contents for every pool entry, in place (untimed)."""
+        self.exporter.release()
+        self.timed_outputs = []
+        for entry, seed in zip(self.pool, req["seeds"]):
+            refresh_inputs(entry, self.reference.module, int(seed), self.device)
+        timing.synchronize(self.device)
+        return {"ok": True}
+
     def time(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Runs each pool entry once and keeps every output; whether they are checked is decided
+        by the worker after the reply."""
+        if self.device.startswith("cuda"):
+            integrity.reset_persisting_l2()
         try:
             times, wall_us, outputs = timing.time_block(
-                self.model, self.pool, int(req["n"]), self.device, self.flush,
-                keep_outputs=bool(req.get("keep_outputs")))
+                self.model, self.pool, len(self.pool), self.device, self.flush, keep_outputs=True)
         except BaseException as e:  # noqa: BLE001
             return error_reply(e, "time")
-        if req.get("keep_outputs"):
-            self.timed_outputs = outputs
+        self.timed_outputs = outputs
         return {"ok": True, "times_us": times, "wall_us": wall_us}
 
     def export_timed(self) -> dict[str, Any]:
@@ -144,6 +180,7 @@ class CandidateState:
 
 
 def main() -> int:
+    timing.tune_allocator()
     channel: Channel = private_stdio_channel()
     scratch = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
     state = CandidateState(scratch)
@@ -159,6 +196,12 @@ def main() -> int:
                 reply = state.run(req)
             elif op == "prepare":
                 reply = state.prepare(req)
+            elif op == "profile":
+                reply = state.profile(req)
+            elif op == "ping":
+                reply = state.ping()
+            elif op == "refresh":
+                reply = state.refresh(req)
             elif op == "time":
                 reply = state.time(req)
             elif op == "timed_outputs":

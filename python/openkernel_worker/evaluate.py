@@ -21,9 +21,12 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from . import timing
+from . import roofline, timing
+from .integrity import NON_COMPUTE_OPS, is_library_kernel
+from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
-from .problem import BadInput, Reference, build_model, load_reference, make_init_inputs, make_inputs
+from .problem import (BadInput, Reference, build_model, load_reference, make_init_inputs,
+                      make_inputs, refresh_inputs)
 from .transfer import rebuild
 
 BACKENDS = ("cpu", "cuda", "triton")
@@ -51,6 +54,7 @@ class Options:
     threads: int = 0
     strict: bool = False
     cache_dir: str | None = None
+    no_sandbox: bool = False  # run the candidate without bwrap (sandbox.py); reported as a flag
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
@@ -68,6 +72,7 @@ class Options:
             o.seed = int(req["seed"])
         o.overrides = {str(k): str(v) for k, v in (req.get("overrides") or {}).items()}
         o.strict = bool(req.get("strict", False))
+        o.no_sandbox = bool(req.get("no_sandbox", False))
         return o
 
 
@@ -83,17 +88,27 @@ class CandidateTimeout(Exception):
 class CandidateProcess:
     """A running `python -m openkernel_worker.candidate`, killed with its group on close()."""
 
-    def __init__(self, scratch: str, env: dict[str, str]) -> None:
+    def __init__(self, scratch: str, env: dict[str, str], opts: Options | None = None,
+                 device: str = "cpu") -> None:
+        """Starts it under the sandbox (sandbox.py) unless opts.no_sandbox; without a working
+        sandbox raises EnvironmentProblem. opts gives the files to expose and the limits."""
+        from . import sandbox
+
         self.scratch = scratch
-        self.log_path = os.path.join(scratch, "candidate.log")
-        self._log = open(self.log_path, "wb")
         pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(env)
         env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
+        try:
+            self.launch = sandbox.prepare([sys.executable, "-m", "openkernel_worker.candidate",
+                                           scratch], scratch=scratch, env=env, device=device,
+                                          opts=opts)
+        except sandbox.SandboxUnavailable as e:
+            raise EnvironmentProblem(str(e)) from None
+        self.log_path = os.path.join(scratch, "candidate.log")
+        self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "openkernel_worker.candidate", scratch],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, cwd=scratch,
-            env=env, start_new_session=True)
+            self.launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            cwd=scratch, env=self.launch.env, start_new_session=True)
         self._buf = b""
         self._sel = selectors.DefaultSelector()
         assert self.proc.stdout is not None
@@ -142,6 +157,7 @@ class CandidateProcess:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.wait()
+        code = self.launch.exit_code(code)
         if code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -304,9 +320,10 @@ class Evaluation:
         self.result = {"runtime_us": timing.stats([]), "ref_runtime_us": timing.stats([]),
                        "speedup": None, "compile_s": None}
         try:
-            self.cand = CandidateProcess(self.scratch, self.candidate_env())
-            if self._load(init_seed) and self._trials(ref_model):
+            self.cand = CandidateProcess(self.scratch, self.candidate_env(), self.opts, self.device)
+            if self._load(init_seed) and self._trials(ref_model) and self._profile():
                 self._time(ref_model)
+                self._physical_floor(ref_model)
         finally:
             if self.cand is not None:
                 self.cand.close()
@@ -427,72 +444,176 @@ class Evaluation:
             del value
         return comparison.ok
 
+    def _profile(self) -> bool:
+        """Fallback to PyTorch, changed global state, persisting L2 (see integrity.py)."""
+        reply = self._ask({"op": "profile", "seed": self.rng.getrandbits(31)}, "profiling")
+        if reply is None:
+            return False
+        if not reply.get("ok"):
+            return self._run_error(reply, "profiling")
+        before, after = reply.get("state_before") or {}, reply.get("state_after") or {}
+        changed = sorted(k for k in before if before.get(k) != after.get(k))
+        if changed:
+            self.out.flag("global_state_changed", "the candidate changed global torch state: " +
+                          ", ".join(f"{k} {before[k]} -> {after.get(k)}" for k in changed) +
+                          " (it cannot affect the reference, which runs in another process)",
+                          reject=False)
+        # The device's default limit is not zero (11.25 MiB on an H200): only a raise counts.
+        l2, l2_before = reply.get("persisting_l2_bytes"), reply.get("persisting_l2_bytes_before")
+        if isinstance(l2, int) and l2 > (l2_before if isinstance(l2_before, int) else 0):
+            self.out.flag("persisting_l2", f"the candidate raised the persisting-L2 limit from "
+                          f"{l2_before} to {l2} bytes; persisting lines survive the cache flush "
+                          "between timed runs", reject=True)
+        prof = reply.get("profile") or {}
+        ops = [o for o in prof.get("ops", []) if isinstance(o, dict)]
+        compute = [o for o in ops if str(o.get("name")) not in NON_COMPUTE_OPS]
+        names = sorted({str(o.get("name")) for o in compute})
+        self.result["profile"] = {"torch_ops": names[:20],
+                                  "kernels": sorted({str(k.get("name"))[:80] for k in
+                                                     prof.get("kernels", [])})[:20]}
+        if self.device.startswith("cuda"):
+            kernels = [k for k in prof.get("kernels", []) if isinstance(k, dict)]
+            custom = [k for k in kernels if not is_library_kernel(str(k.get("name", "")))]
+            if not custom:
+                self.out.flag("no_custom_kernel", "no custom GPU kernel ran in the candidate's "
+                              "forward; it only launched PyTorch or library kernels" +
+                              (f" ({', '.join(names[:5])})" if names else ""), reject=True)
+            elif compute:
+                self.out.flag("torch_ops_in_forward", "besides its own kernels the candidate runs "
+                              f"PyTorch compute ops: {', '.join(names[:5])}", reject=False)
+        else:
+            by_torch = prof.get("outputs_by_torch") or []
+            if compute and by_torch and all(by_torch):
+                self.out.flag("no_custom_kernel", "the candidate's outputs are produced by "
+                              f"PyTorch ops ({', '.join(names[:5])}), not by a custom kernel",
+                              reject=True)
+            elif compute:
+                self.out.flag("torch_ops_in_forward", "besides its own kernel the candidate runs "
+                              f"PyTorch compute ops: {', '.join(names[:5])}", reject=False)
+        return True
+
+    def _ping_us(self) -> float:
+        """Median round trip of an empty request to the candidate process."""
+        samples = []
+        for _ in range(7):
+            t0 = time.monotonic()
+            if self._ask({"op": "ping"}, "a ping") is None:
+                return 0.0
+            samples.append((time.monotonic() - t0) * 1e6)
+        samples.sort()
+        return samples[len(samples) // 2]
+
+    def _physical_floor(self, ref_model: Any) -> None:
+        import torch
+
+        from .inspect_problem import count_flops
+
+        c = self.result["runtime_us"]["median"]
+        if not c:
+            return
+        inputs = make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
+        flops, outputs, _ = count_flops(ref_model, inputs)
+        nbytes = unavoidable_bytes(ref_model, inputs, outputs)
+        del inputs, outputs
+        ceil = roofline.ceilings(self.device)
+        floor = roofline.floor_us(flops, nbytes, ceil)
+        self.result["roofline"] = {"flops": flops, "bytes": nbytes, "floor_us": floor,
+                                   "bandwidth_bytes_per_s": ceil["bandwidth"],
+                                   "peak_flops": ceil["peak_flops"],
+                                   "fraction_of_speed_of_light": floor / c}
+        if c < floor * 0.9:
+            self.out.flag("below_physical_floor", f"the candidate's median {c:.1f} us is below the "
+                          f"physical floor of {floor:.1f} us ({nbytes} bytes at the measured "
+                          f"{ceil['bandwidth'] / 1e9:.0f} GB/s, {flops} FLOP)", reject=True)
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
     def _time(self, ref_model: Any) -> None:
+        """Interleaved blocks; each block first gives every pool entry new contents (in place, for
+        both sides, untimed), then runs each entry once. Every timed call therefore sees inputs
+        never seen before, and the outputs of randomly chosen blocks, picked after the candidate
+        replied, are compared with the reference's."""
         import torch
 
         opts = self.opts
-        free = torch.cuda.mem_get_info(torch.device(self.device))[0] if self.device != "cpu" else 0
         probe = make_inputs(self.ref.module, 0, self.device)
         per_set = max(tensor_nbytes(probe), 1)
         del probe
         if self.device != "cpu":
-            pool_size = int(max(1, min(4, (free * 0.08) // per_set)))
+            budget = torch.cuda.mem_get_info(torch.device(self.device))[0] * 0.08
         else:
-            pool_size = int(max(1, min(4, (1 << 30) // per_set)))
-        seeds = [self.rng.getrandbits(31) for _ in range(pool_size)]
-        pool = [make_inputs(self.ref.module, s, self.device) for s in seeds]
+            budget = 256 << 20
+        pool_size = int(max(1, min(8, budget // (2 * per_set))))
+        pool = [make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
+                for _ in range(pool_size)]
         flush = timing.flush_buffer(self.device)
         flush_us = timing.flush_cost_us(self.device, flush)
         timing.time_block(ref_model, pool, 3, self.device, flush, keep_outputs=False)  # warm-up
-        first_ref, _, _ = timing.time_block(ref_model, pool, 1, self.device, flush, False)
-        per_iter_s = max(first_ref[0] / 1e6, 1e-6)
-        block = int(max(1, min(100, 0.1 / per_iter_s)))
-        ref_times: list[float] = []
-        cand_times: list[float] = []
-        cand_wall_us: list[tuple[float, int]] = []
-        reply = self._ask({"op": "prepare", "seeds": seeds, "warmup": 3}, "warm-up before timing")
+        reply = self._ask({"op": "prepare", "seeds": [self.rng.getrandbits(31) for _ in pool],
+                           "warmup": 3}, "warm-up before timing")
         if reply is None:
             return
         if not reply.get("ok"):
             self._run_error(reply, "warming up")
             return
+        self.ping_us = self._ping_us()
+        cand_pids = timing.descendants(self.cand.proc.pid) if self.cand is not None else []
+        self.flush_cpu_us = timing.flush_cpu_us(flush) if self.device == "cpu" else 0.0
+        cand_cpu_us = 0.0
+        ref_times: list[float] = []
+        cand_times: list[float] = []
+        walls: list[tuple[float, float, int]] = []
         deadline = time.monotonic() + opts.timing_budget_s
-        last_cand_outputs: Any = None
-        ref_outputs: list[Any] = []
+        blocks = checked = 0
         while True:
-            final = (time.monotonic() >= deadline or len(cand_times) + block >= opts.max_timing_samples
+            final = (time.monotonic() >= deadline
+                     or len(cand_times) + pool_size > opts.max_timing_samples
                      or (len(cand_times) >= opts.min_timing_samples
                          and timing.relative_stderr(ref_times) < opts.target_rse
                          and timing.relative_stderr(cand_times) < opts.target_rse))
-            times, _, outs = timing.time_block(ref_model, pool, block, self.device, flush,
-                                               keep_outputs=final)
+            seeds = [self.rng.getrandbits(31) for _ in pool]
+            for entry, seed in zip(pool, seeds):
+                refresh_inputs(entry, self.ref.module, seed, self.device)
+            times, _, ref_outs = timing.time_block(ref_model, pool, pool_size, self.device, flush,
+                                                   keep_outputs=True)
             ref_times += times
-            if final:
-                ref_outputs = outs
+            reply = self._ask({"op": "refresh", "seeds": seeds}, "refreshing timing inputs")
+            if reply is None or not reply.get("ok"):
+                if reply is not None:
+                    self._run_error(reply, "refreshing timing inputs")
+                return
+            cpu_before = timing.tree_cpu_us(cand_pids)
             sent = time.monotonic()
-            reply = self._ask({"op": "time", "n": block, "keep_outputs": final}, "a timed run")
+            reply = self._ask({"op": "time"}, "a timed run")
             outside_us = (time.monotonic() - sent) * 1e6
+            cand_cpu_us += timing.tree_cpu_us(cand_pids) - cpu_before
             if reply is None:
                 return
             if not reply.get("ok"):
                 self._run_error(reply, "timing")
                 return
             got = reply.get("times_us")
-            if not isinstance(got, list) or len(got) != block or not all(
+            if not isinstance(got, list) or len(got) != pool_size or not all(
                     isinstance(t, (int, float)) and t >= 0 for t in got):
                 self.out.flag("timer_mismatch", "the candidate process returned malformed timings",
                               reject=True)
                 return
             cand_times += [float(t) for t in got]
-            cand_wall_us.append((outside_us, block))
-            if final:
+            walls.append((outside_us, float(sum(got)), pool_size))
+            blocks += 1
+            if final or blocks == 1 or self.rng.random() < 0.2:
+                checked += 1
                 reply = self._ask({"op": "timed_outputs"}, "exporting timed outputs")
                 if reply is None:
                     return
-                last_cand_outputs = reply.get("outputs")
+                if not self._check_timed_outputs(reply.get("outputs"), ref_outs, blocks):
+                    break
+            del ref_outs
+            if final:
                 break
-        self._check_timed_outputs(last_cand_outputs, ref_outputs)
-        self._cross_check(cand_times, cand_wall_us, flush_us)
+        self._cross_check(walls, flush_us)
+        if self.device == "cpu":
+            self._cpu_check(walls, cand_cpu_us)
         self.result["runtime_us"] = timing.stats(cand_times)
         self.result["ref_runtime_us"] = timing.stats(ref_times)
         c = self.result["runtime_us"]["median"]
@@ -502,41 +623,64 @@ class Evaluation:
             if r / c > 50:
                 self.out.flag("excessive_speedup", f"a {r / c:.1f}x speedup over the reference is "
                               "implausibly large; check the kernel by hand", reject=False)
-        self.result["timing"] = {"pool_size": pool_size, "block": block,
+        self.result["timing"] = {"pool_size": pool_size, "blocks": blocks, "checked_blocks": checked,
                                  "flush_bytes": flush.numel() * 4, "flush_us": flush_us}
         self._ask({"op": "release"}, "releasing outputs")
 
-    def _check_timed_outputs(self, descs: Any, ref_outputs: list[Any]) -> None:
+    def _check_timed_outputs(self, descs: Any, ref_outputs: list[Any], block: int) -> bool:
         if not isinstance(descs, list) or len(descs) != len(ref_outputs):
             self.out.flag("timed_output_mismatch", "the candidate did not return its timed outputs",
                           reject=True)
-            return
+            return False
         comparison = Comparison()
         for i, (d, exp) in enumerate(zip(descs, ref_outputs)):
-            if exp is None:
-                continue
-            self._check_outputs(d, flatten(exp), f"timed run on input set {i + 1}", comparison)
+            self._check_outputs(d, flatten(exp), f"timed block {block}, input set {i + 1}",
+                                comparison)
         if not comparison.ok:
             self.out.flag("timed_output_mismatch", "outputs produced while timed differ from the "
-                          "reference: " + "; ".join(comparison.reasons[:2]), reject=True)
+                          "reference (memoisation, batching across calls, or different behaviour "
+                          "when timed): " + "; ".join(comparison.reasons[:2]), reject=True)
+        return comparison.ok
 
-    def _cross_check(self, cand_times: list[float], walls: list[tuple[float, int]],
-                     flush_us: float) -> None:
-        claimed = sum(cand_times)
-        outside = sum(w for w, _ in walls)
-        n = sum(k for _, k in walls)
-        # The outside clock includes IPC, flushes and launch overhead, so it can only be larger.
-        overhead_allowance = n * (flush_us * 1.5 + 200.0) + len(walls) * 50_000.0
+    def _cpu_check(self, walls: list[tuple[float, float, int]], cpu_us: float) -> None:
+        """CPU candidates: the CPU time the kernel charged to the candidate's processes (read
+        from /proc by this process) cannot exceed what its claimed times allow on its threads."""
+        claimed = sum(c for _, c, _ in walls)
+        n = sum(k for _, _, k in walls)
+        threads = max(1, self.opts.threads or (os.cpu_count() or 1))
+        allowed = (claimed * threads * 1.2 + n * (self.flush_cpu_us * 1.5 + 200.0)
+                   + len(walls) * 3000.0)
+        self.result["cpu_check"] = {"cpu_us": cpu_us, "allowed_us": allowed, "threads": threads}
+        if cpu_us > allowed:
+            self.out.flag("timer_mismatch", f"the candidate's processes used {cpu_us / 1e3:.1f} ms "
+                          f"of CPU time for {n} timed runs it claims took {claimed / 1e3:.1f} ms on "
+                          f"{threads} thread(s): a patched timer or work outside the timed call",
+                          reject=True)
+
+    def _cross_check(self, walls: list[tuple[float, float, int]], flush_us: float) -> None:
+        """The candidate's own timings against the worker's clock around each block."""
+        outside = sum(w for w, _, _ in walls)
+        claimed = sum(c for _, c, _ in walls)
+        n = sum(k for _, _, k in walls)
+        # Outside time also holds the request round trip, flushes and launch overhead.
+        per_block = 3.0 * getattr(self, "ping_us", 0.0) + 1000.0
+        allowance = len(walls) * per_block + n * (flush_us * 1.5 + 100.0) + 0.25 * claimed
+        if self.device == "cpu":
+            # The CPU-time check is the precise one there; wall time only catches gross escapes,
+            # since a busy machine stretches it.
+            allowance = 3.0 * (claimed + allowance)
         if claimed > outside * 1.05 + 1000:
             self.out.flag("timer_mismatch", f"the candidate's timings ({claimed / 1e3:.1f} ms) "
                           f"exceed the wall time measured outside it ({outside / 1e3:.1f} ms)",
                           reject=True)
-        elif outside > 2.0 * claimed + overhead_allowance:
+        elif outside > claimed + allowance:
             self.out.flag("timer_mismatch", f"wall time measured outside the candidate "
-                          f"({outside / 1e3:.1f} ms for {n} runs) is far above its event timings "
+                          f"({outside / 1e3:.1f} ms for {n} runs) is far above its own timings "
                           f"({claimed / 1e3:.1f} ms): work escaping the timer (another stream, a "
                           f"thread) or a patched timer", reject=True)
-        self.result["wall_check"] = {"claimed_us": claimed, "outside_us": outside, "runs": n}
+        self.result["wall_check"] = {"claimed_us": claimed, "outside_us": outside, "runs": n,
+                                     "allowance_us": allowance,
+                                     "ping_us": getattr(self, "ping_us", None)}
 
     def _finish(self, wall_s: float) -> dict[str, Any]:
         o = self.out
@@ -548,6 +692,8 @@ class Evaluation:
         correct = o.verdict == "correct"
         if o.verdict == "correct" and not o.reasons:
             o.reasons.append(f"matched the reference on {self.opts.trials} trials with fresh inputs")
+        if self.cand is not None and not self.cand.launch.enabled:  # after strict: not a rejection
+            o.flag("no_sandbox", self.cand.launch.reason, reject=False)
         res = self.result
         return {
             "verdict": o.verdict,
@@ -563,11 +709,14 @@ class Evaluation:
             "speedup": res.get("speedup") if correct else None,
             "device": self.device,
             "backend": self.opts.backend,
+            "sandbox": self.cand.launch.describe() if self.cand is not None else None,
             "tolerance": o.comparison.tolerance or {dtype_name("float32"): {"atol": 1e-3, "rtol": 1e-3}},
             "trials": self.opts.trials,
             "seed": self.master_seed,
             "compile_s": res.get("compile_s"),
             "timing": res.get("timing"),
+            "profile": res.get("profile"),
+            "roofline": res.get("roofline"),
             "wall_check": res.get("wall_check"),
             "worker_wall_s": wall_s,
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,

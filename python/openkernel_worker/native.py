@@ -44,12 +44,19 @@ def compile_cpp(source: str, flags: Sequence[str] = DEFAULT_FLAGS, name: str = "
     key = hashlib.sha256("\0".join([source, *flags, _compiler_id(cxx)]).encode()).hexdigest()[:24]
     lib_path = os.path.join(cache, f"{name}-{key}.so")
     if not os.path.exists(lib_path):
-        src_path = os.path.join(cache, f"{name}-{key}.cpp")
-        with open(src_path, "w") as f:
+        # Unique temporaries: concurrent candidates (each maybe in its own PID namespace, where
+        # pids repeat) may build the same source at once; the last rename wins, all are equal.
+        fd, src_path = tempfile.mkstemp(prefix=f"{name}-{key}.", suffix=".cpp", dir=cache)
+        with os.fdopen(fd, "w") as f:
             f.write(source)
-        tmp = f"{lib_path}.{os.getpid()}.tmp"
-        proc = subprocess.run([cxx, *flags, src_path, "-o", tmp], capture_output=True, text=True,
-                              check=False)
+        tmp = src_path[:-4] + ".so.tmp"
+        try:
+            proc = subprocess.run([cxx, *flags, src_path, "-o", tmp], capture_output=True,
+                                  text=True, check=False)
+        except OSError as e:
+            raise CompileError(f"cannot run the C++ compiler {cxx!r}: {e.strerror}") from None
+        finally:
+            os.unlink(src_path)
         if proc.returncode != 0:
             raise CompileError(f"{cxx} failed:\n{proc.stderr[-4000:]}")
         os.replace(tmp, lib_path)

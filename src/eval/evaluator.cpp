@@ -17,6 +17,7 @@ json to_json(const EvalRequest& r) {
   if (r.device) j["device"] = *r.device;
   if (r.seed) j["seed"] = *r.seed;
   if (!r.cache_dir.empty()) j["cache_dir"] = r.cache_dir;
+  if (r.no_sandbox) j["no_sandbox"] = true;
   return j;
 }
 

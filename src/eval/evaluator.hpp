@@ -26,6 +26,7 @@ struct EvalRequest {
   int threads = 0;
   bool strict = false;
   std::string cache_dir;
+  bool no_sandbox = false;  // run the candidate without bwrap (sent only when true)
 };
 
 nlohmann::json to_json(const EvalRequest& r);

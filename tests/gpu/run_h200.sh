@@ -16,7 +16,7 @@ run() {  # problem candidate backend
   local name=$2 start end
   start=$(date +%s.%N)
   $BIN evaluate --level 1 --problem "$1" --kernelbench-dir "$KB" --backend "$3" \
-    --candidate "tests/gpu/candidates/$2.py" --json --db "$OUT/gpu.db" > "$OUT/$2.json" 2> "$OUT/$2.err"
+    --candidate "tests/gpu/candidates/$2.py" ${OPENKERNEL_EVAL_FLAGS:-} --json --db "$OUT/gpu.db" > "$OUT/$2.json" 2> "$OUT/$2.err"
   local rc=$?
   end=$(date +%s.%N)
   python3 - "$OUT/$2.json" "$1" "$2" "$3" "$rc" "$start" "$end" >> "$OUT/summary.tsv" <<'PY'
@@ -32,13 +32,13 @@ print("\t".join([prob, cand, backend, r["verdict"], fmt(r["speedup"]), fmt(r["ru
                  fmt(r["ref_runtime_us"]["median"]), fmt(r.get("compile_s")), f"{float(end) - float(start):.1f}"]))
 PY
 }
+ALL="19:relu_cuda:cuda 19:relu_cuda_wrong:cuda 19:relu_triton:triton 23:softmax_cuda:cuda
+     23:softmax_cuda_wrong:cuda 23:softmax_triton:triton"
 for pass in ${PASSES:-cold warm}; do
-  run 19 relu_cuda cuda
-  run 19 relu_cuda_wrong cuda
-  run 19 relu_triton triton
-  run 23 softmax_cuda cuda
-  run 23 softmax_cuda_wrong cuda
-  run 23 softmax_triton triton
+  for c in ${CANDIDATES:-$ALL}; do
+    IFS=: read -r prob cand backend <<<"$c"
+    run "$prob" "$cand" "$backend"
+  done
   cp "$OUT/summary.tsv" "$OUT/summary_$pass.tsv"
 done
 cat "$OUT/summary.tsv"

@@ -1,0 +1,45 @@
+"""GPU variants of the adversarial suite (label gpu). Skips, saying so, without a CUDA device."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import HERE, evaluate_all
+
+try:
+    import torch
+
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    HAVE_GPU = False
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU on this machine: GPU "
+                                 "adversarial cases skipped")]
+
+FOLDER = HERE / "gpu"
+CASES: dict[str, tuple[str, set[str], set[str]]] = {
+    "honest": ("cand_honest.py", {"correct"}, set()),
+    "side_stream": ("cand_side_stream.py", {"rejected", "incorrect"}, set()),
+    "persisting_l2": ("cand_persisting_l2.py", {"rejected"}, {"persisting_l2"}),
+    "torch_fallback": ("cand_torch_fallback.py", {"rejected"}, {"no_custom_kernel"}),
+    "event_patch": ("cand_event_patch.py", {"rejected"}, set()),
+    "uninitialised": ("cand_uninitialised.py", {"incorrect"}, set()),
+}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, dict[str, Any]]:
+    cases = {n: {"candidate": c, "reference": "ref_relu.py"} for n, (c, _, _) in CASES.items()}
+    return evaluate_all(cases, FOLDER, {"backend": "triton", "trials": 3, "timing_budget_s": 1.0,
+                                        "timeout_s": 120},
+                        workers=1)  # one at a time: candidates sharing the GPU skew each other
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case(results: dict[str, dict[str, Any]], name: str) -> None:
+    _, verdicts, flags = CASES[name]
+    r = results[name]
+    assert r["verdict"] in verdicts, (name, r["verdict"], r["reasons"])
+    assert flags <= set(r["flags"]), (name, r["flags"], r["reasons"])
