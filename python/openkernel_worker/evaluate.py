@@ -650,6 +650,9 @@ class Evaluation:
         threads = max(1, self.opts.threads or (os.cpu_count() or 1))
         allowed = (claimed * threads * 1.2 + n * (self.flush_cpu_us * 1.5 + 200.0)
                    + len(walls) * 3000.0)
+        # /proc counts in clock ticks (10 ms here) and the flush dominates small kernels' CPU
+        # time, so only a clear excess counts: the resolution is about the flush's cost.
+        allowed = allowed * 1.5 + 50_000.0
         self.result["cpu_check"] = {"cpu_us": cpu_us, "allowed_us": allowed, "threads": threads}
         if cpu_us > allowed:
             self.out.flag("timer_mismatch", f"the candidate's processes used {cpu_us / 1e3:.1f} ms "
@@ -718,6 +721,7 @@ class Evaluation:
             "profile": res.get("profile"),
             "roofline": res.get("roofline"),
             "wall_check": res.get("wall_check"),
+            "cpu_check": res.get("cpu_check"),
             "worker_wall_s": wall_s,
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,
                         "overrides": {k: repr(v) for k, v in self.ref.overrides.items()}},

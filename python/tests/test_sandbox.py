@@ -119,14 +119,13 @@ def result(reply: dict[str, Any]) -> dict[str, Any]:
     return reply["result"]
 
 
-TIMING_RULES = {"timer_mismatch", "below_physical_floor", "excessive_speedup"}
-
-
 def contained(r: dict[str, Any]) -> bool:
-    """The candidate ran to the end without noticing an escape: correct, or rejected only by a
-    timing rule (the timing cross-checks can fire on a heavily loaded machine)."""
-    return r["verdict"] == "correct" or (r["verdict"] == "rejected"
-                                         and set(r["flags"]) & TIMING_RULES != set())
+    """The candidate's first forward call, where it tries to escape and raises if it can, went
+    through and every trial matched: correct, or rejected by an integrity rule that has nothing to
+    do with the sandbox (the timing cross-checks can fire on a loaded machine; on the H200 a
+    Triton kernel was flagged persisting_l2). An escape or a missing limit is a runtime_error."""
+    return r["verdict"] in ("correct", "rejected") and not any(
+        "SANDBOX ESCAPE" in x or "NOT LIMITED" in x for x in r["reasons"])
 
 
 HOSTILE = ["cand_socket.py", "cand_write_home.py", "cand_read_config.py", "cand_limits.py",
