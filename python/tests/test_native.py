@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -99,3 +100,25 @@ def test_ptr_needs_contiguous_tensor() -> None:
     assert native.ptr(x).value == x.data_ptr()
     with pytest.raises(ValueError, match="contiguous"):
         native.ptr(x.t())
+
+
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc"
+                                if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine: CUDA compile path skipped")
+def test_compile_cuda_builds_a_cached_library_without_a_gpu(tmp_path, monkeypatch) -> None:
+    # Building needs only nvcc; loading and launching need a GPU (tests/gpu/candidates/relu_nvcc.py).
+    from openkernel_worker import native
+
+    monkeypatch.setenv("OPENKERNEL_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setenv("OPENKERNEL_CUDA_ARCH", "90")
+    monkeypatch.setenv("NVCC", NVCC)
+    src = ('#include <cuda_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] = 1.f; }\n'
+           'extern "C" int launch(float* x, cudaStream_t s) { k<<<1, 32, 0, s>>>(x); return 0; }\n')
+    flags = [*native.DEFAULT_CUDA_FLAGS, f"-arch={native.cuda_arch()}"]
+    path = native._build(src, NVCC, flags, ".cu", "probe")
+    assert os.path.getsize(path) > 0 and path.endswith(".so")
+    assert native._build(src, NVCC, flags, ".cu", "probe") == path  # cached
+    with pytest.raises(native.CompileError, match="error"):
+        native._build(src.replace("1.f;", "1.f"), NVCC, flags, ".cu", "probe")

@@ -32,7 +32,7 @@ print("\t".join([prob, cand, backend, r["verdict"], fmt(r["speedup"]), fmt(r["ru
                  fmt(r["ref_runtime_us"]["median"]), fmt(r.get("compile_s")), f"{float(end) - float(start):.1f}"]))
 PY
 }
-ALL="19:relu_cuda:cuda 19:relu_cuda_wrong:cuda 19:relu_triton:triton 23:softmax_cuda:cuda
+ALL="19:relu_cuda:cuda 19:relu_cuda_wrong:cuda 19:relu_triton:triton 19:relu_nvcc:cuda 23:softmax_cuda:cuda
      23:softmax_cuda_wrong:cuda 23:softmax_triton:triton"
 for pass in ${PASSES:-cold warm}; do
   for c in ${CANDIDATES:-$ALL}; do
