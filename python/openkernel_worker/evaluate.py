@@ -724,8 +724,9 @@ class Evaluation:
             "cpu_check": res.get("cpu_check"),
             "worker_wall_s": wall_s,
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,
+                        "source": self.ref.source,
                         "overrides": {k: repr(v) for k, v in self.ref.overrides.items()}},
-            "candidate": {"path": self.opts.candidate,
+            "candidate": {"path": self.opts.candidate, "source": self.candidate_source,
                           "source_hash": hashlib.sha256(self.candidate_source.encode()).hexdigest()},
         }
 

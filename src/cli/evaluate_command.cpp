@@ -38,12 +38,11 @@ int default_threads() {
   return static_cast<int>(std::clamp(n, 1u, 8u));
 }
 
+// Records the sources exactly as the worker read and hashed them (a file may change meanwhile).
 util::Result<int64_t> record(store::Store& st, const ResolvedProblem& prob,
                              const std::string& candidate, const json& r) {
-  auto ref_src = util::read_file(prob.path);
-  if (!ref_src) return std::unexpected(ref_src.error());
-  auto cand_src = util::read_file(candidate);
-  if (!cand_src) return std::unexpected(cand_src.error());
+  auto ref_src = std::optional<std::string>(r["problem"].value("source", ""));
+  auto cand_src = std::optional<std::string>(r["candidate"].value("source", ""));
   store::ProblemRow pr{r["problem"].value("source_hash", ""),
                        prob.name,
                        prob.path,
@@ -125,6 +124,8 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   if (!result) return report_error(result.error());
   (*result)["versions"] = worker->hello()["versions"];
   auto id = record(*st, *prob, o.candidate, *result);
+  (*result)["problem"].erase("source");  // in the store; too long for the report
+  (*result)["candidate"].erase("source");
   if (!id) return report_error(id.error());
   (*result)["evaluation_id"] = *id;
   (*result)["db"] = st->path().string();
