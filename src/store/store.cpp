@@ -1,5 +1,8 @@
 #include "store/store.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "store/migrations.hpp"
 #include "util/paths.hpp"
 
@@ -10,10 +13,18 @@ std::filesystem::path Store::default_path() {
 }
 
 util::Result<Store> Store::open(const std::filesystem::path& path) {
-  auto db = Database::open(path);
-  if (!db) return std::unexpected(db.error());
-  if (auto m = migrate(*db); !m) return std::unexpected(m.error());
-  return Store(std::move(*db), path);
+  // Processes creating the same new database at once can see SQLITE_BUSY where SQLite does not
+  // call the busy handler (switching to WAL, lock upgrades): retry those for a few seconds.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int attempt = 0;; ++attempt) {
+    auto db = Database::open(path);
+    util::Result<int> m = db ? migrate(*db) : util::Result<int>(std::unexpected(db.error()));
+    if (m) return Store(std::move(*db), path);
+    bool busy = m.error().message.find("locked") != std::string::npos ||
+                m.error().message.find("busy") != std::string::npos;
+    if (!busy || std::chrono::steady_clock::now() > deadline) return std::unexpected(m.error());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 + 10 * std::min(attempt, 10)));
+  }
 }
 
 util::Result<int64_t> Store::upsert_problem(const ProblemRow& p) {

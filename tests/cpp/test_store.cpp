@@ -295,8 +295,7 @@ TEST(StorePaths, DefaultPathIsUnderXdgDataHome) {
     ::unsetenv("XDG_DATA_HOME");
 }
 
-// migrate() reads user_version outside its write transaction and keeps that read open, so
-// processes opening a fresh database together fail with "database is locked".
+// Processes opening a fresh database together must all succeed (no "database is locked").
 TEST_F(StoreTest, ConcurrentFirstOpensAllSucceed) {
   constexpr int kRounds = 3, kChildren = 8;
   for (int round = 0; round < kRounds; ++round) {
