@@ -644,21 +644,23 @@ class Evaluation:
 
     def _cpu_check(self, walls: list[tuple[float, float, int]], cpu_us: float) -> None:
         """CPU candidates: the CPU time the kernel charged to the candidate's processes (read
-        from /proc by this process) cannot exceed what its claimed times allow on its threads."""
+        from /proc by this process) cannot exceed what its claimed times allow on its threads.
+        The flush's own CPU time grows with memory contention, so a moderate excess is only
+        reported; three times the allowance rejects."""
         claimed = sum(c for _, c, _ in walls)
         n = sum(k for _, _, k in walls)
         threads = max(1, self.opts.threads or (os.cpu_count() or 1))
-        allowed = (claimed * threads * 1.2 + n * (self.flush_cpu_us * 1.5 + 200.0)
-                   + len(walls) * 3000.0)
-        # /proc counts in clock ticks (10 ms here) and the flush dominates small kernels' CPU
-        # time, so only a clear excess counts: the resolution is about the flush's cost.
-        allowed = allowed * 1.5 + 50_000.0
+        allowed = ((claimed * threads * 1.2 + n * (self.flush_cpu_us * 1.5 + 200.0)
+                    + len(walls) * 3000.0) * 1.5 + 50_000.0)
         self.result["cpu_check"] = {"cpu_us": cpu_us, "allowed_us": allowed, "threads": threads}
-        if cpu_us > allowed:
-            self.out.flag("timer_mismatch", f"the candidate's processes used {cpu_us / 1e3:.1f} ms "
-                          f"of CPU time for {n} timed runs it claims took {claimed / 1e3:.1f} ms on "
-                          f"{threads} thread(s): a patched timer or work outside the timed call",
-                          reject=True)
+        message = (f"the candidate's processes used {cpu_us / 1e3:.1f} ms of CPU time for {n} "
+                   f"timed runs it claims took {claimed / 1e3:.1f} ms on {threads} thread(s)")
+        if cpu_us > 3 * allowed:
+            self.out.flag("timer_mismatch", message + ": a patched timer or work outside the "
+                          "timed call", reject=True)
+        elif cpu_us > allowed:
+            self.out.flag("cpu_time_excess", message + " (more than expected; on a busy machine "
+                          "the cache flush costs more)", reject=False)
 
     def _cross_check(self, walls: list[tuple[float, float, int]], flush_us: float) -> None:
         """The candidate's own timings against the worker's clock around each block."""

@@ -223,7 +223,7 @@ def verdict(run: Run, expected: str) -> dict[str, Any]:
     """The run's result after checking exit 0, the verdict and its row in the store."""
     assert run.rc == 0, run
     r = run.result
-    assert r["verdict"] == expected, run
+    assert r["verdict"] == expected, (r["verdict"], r["flags"], r["reasons"])
     assert RESULT_KEYS <= r.keys(), run
     assert r["correct"] is (expected == "correct")
     assert r["db"] == str(run.db)

@@ -1,6 +1,6 @@
 """Patches the harness's timer at import so timed calls look 1000x faster; computes honestly
-(with a deliberate 20 ms of CPU work per call: the CPU-time check resolves lies of about the
-cost of a cache flush and above)."""
+(with a deliberate 100 ms of CPU work per call: the CPU-time check rejects only gross lies,
+several times the cost of a cache flush)."""
 import time
 
 import torch.nn as nn
@@ -23,7 +23,7 @@ harness.timing.time_block = _fast_block
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        end = time.process_time() + 0.02
+        end = time.process_time() + 0.1
         while time.process_time() < end:
             pass
         return swish(x)
