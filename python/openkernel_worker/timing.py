@@ -13,9 +13,6 @@ import statistics
 import time
 from typing import Any, Callable
 
-_now_ns: Callable[[], int] = time.perf_counter_ns
-
-
 def now_ns(_clock: Callable[[], int] = time.perf_counter_ns) -> int:
     """The clock bound at import; rebinding this module's names later does not reach it."""
     return _clock()

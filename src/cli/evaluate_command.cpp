@@ -41,17 +41,17 @@ int default_threads() {
 // Records the sources exactly as the worker read and hashed them (a file may change meanwhile).
 util::Result<int64_t> record(store::Store& st, const ResolvedProblem& prob,
                              const std::string& candidate, const json& r) {
-  auto ref_src = std::optional<std::string>(r["problem"].value("source", ""));
-  auto cand_src = std::optional<std::string>(r["candidate"].value("source", ""));
+  const std::string ref_src = r["problem"].value("source", "");
+  const std::string cand_src = r["candidate"].value("source", "");
   store::ProblemRow pr{r["problem"].value("source_hash", ""),
                        prob.name,
                        prob.path,
                        prob.level,
                        prob.number,
-                       *ref_src};
+                       ref_src};
   auto pid = st.upsert_problem(pr);
   if (!pid) return std::unexpected(pid.error());
-  auto cid = st.upsert_candidate({r["candidate"].value("source_hash", ""), *cand_src,
+  auto cid = st.upsert_candidate({r["candidate"].value("source_hash", ""), cand_src,
                                   std::filesystem::absolute(candidate).string()});
   if (!cid) return std::unexpected(cid.error());
   auto num = [&](const json& v) -> std::optional<double> {
