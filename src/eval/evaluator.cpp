@@ -18,16 +18,19 @@ json to_json(const EvalRequest& r) {
   if (r.seed) j["seed"] = *r.seed;
   if (!r.cache_dir.empty()) j["cache_dir"] = r.cache_dir;
   if (r.no_sandbox) j["no_sandbox"] = true;
+  if (r.cuda_graph != "auto") j["cuda_graph"] = r.cuda_graph;
+  if (r.compile_baseline) j["compile_baseline"] = true;
   return j;
 }
 
-util::Result<json> evaluate(Worker& worker, const EvalRequest& request) {
+util::Result<json> evaluate(Worker& worker, const EvalRequest& request,
+                            const std::atomic<bool>* cancel) {
   auto start = std::chrono::steady_clock::now();
   // Each candidate step is bounded by timeout_s inside the worker; the worker itself gets room
   // for the compile, every trial, timing and the reference's own runs.
   auto limit = std::chrono::seconds(static_cast<long long>(
       request.timeout_s * (request.trials + 6) + request.timing_budget_s * 3 + 600));
-  auto r = worker.call(to_json(request), limit);
+  auto r = worker.call(to_json(request), limit, cancel);
   if (!r) return r;
   (*r)["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -54,6 +57,14 @@ std::string format_report(const json& r) {
   if (ref.is_object() && ref.value("n", 0) > 0)
     out += fmt::format("reference {} median, {} mean +- {}, min {}, n={}\n", us(ref["median"]),
                        us(ref["mean"]), us(ref["stderr"]), us(ref["min"]), ref.value("n", 0));
+  if (r.contains("speedup_compile") && r["speedup_compile"].is_number())
+    out += fmt::format("vs compile {:.3f}x over torch.compile(reference), {} median\n",
+                       r["speedup_compile"].get<double>(),
+                       us(r["compile_runtime_us"].value("median", json())));
+  if (r.contains("timing") && r["timing"].is_object() && r["timing"].contains("mode"))
+    out += fmt::format("timing    {}\n", r["timing"]["mode"].get<std::string>() == "cuda_graph"
+                                              ? "CUDA-graph replay"
+                                              : "CUDA events / clock per call");
   if (r["max_abs_error"].is_number())
     out += fmt::format("error     max abs {:.3g}, max rel {:.3g}\n",
                        r["max_abs_error"].get<double>(), r["max_rel_error"].get<double>());

@@ -27,10 +27,14 @@ struct EvalRequest {
   bool strict = false;
   std::string cache_dir;
   bool no_sandbox = false;  // run the candidate without bwrap (sent only when true)
+  std::string cuda_graph = "auto";  // CUDA-graph timing: auto, on, off (sent unless auto)
+  bool compile_baseline = false;    // also time torch.compile(reference) (sent only when true)
 };
 
 nlohmann::json to_json(const EvalRequest& r);
-util::Result<nlohmann::json> evaluate(Worker& worker, const EvalRequest& request);
+// `cancel`: see Worker::call.
+util::Result<nlohmann::json> evaluate(Worker& worker, const EvalRequest& request,
+                                      const std::atomic<bool>* cancel = nullptr);
 // The short human report printed without --json.
 std::string format_report(const nlohmann::json& result);
 

@@ -6,6 +6,7 @@
 // at a time per Worker (one worker per device).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -37,7 +38,10 @@ class Worker {
 
   // Sends one request (an "id" is added) and waits for its reply. A worker-reported error becomes
   // an Error of the matching kind; a dead or hung worker is kInternal and the worker is stopped.
-  util::Result<nlohmann::json> call(nlohmann::json request, std::chrono::seconds timeout);
+  // When `cancel` becomes true while waiting, the worker is stopped (its evaluation in flight is
+  // lost) and the call returns kCancelled.
+  util::Result<nlohmann::json> call(nlohmann::json request, std::chrono::seconds timeout,
+                                    const std::atomic<bool>* cancel = nullptr);
 
   const nlohmann::json& hello() const { return hello_; }
   static Worker adopt(util::Subprocess p, nlohmann::json hello) {

@@ -83,7 +83,50 @@ CREATE TABLE llm_calls (
 CREATE INDEX llm_calls_session ON llm_calls(session);
 )sql";
 
-constexpr std::array<std::string_view, 2> kMigrations = {kV1, kV2};
+// Optimisation sessions and their attempts (docs/store.md, "Version 3").
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  problem_id INTEGER REFERENCES problems(id),
+  reference TEXT NOT NULL,
+  name TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  model TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  status TEXT NOT NULL,
+  options TEXT NOT NULL,
+  out_dir TEXT NOT NULL,
+  best_attempt INTEGER,
+  best_speedup REAL,
+  compile_runtime_us REAL,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE TABLE attempts (
+  id INTEGER PRIMARY KEY,
+  session TEXT NOT NULL REFERENCES sessions(id),
+  number INTEGER NOT NULL,
+  generator TEXT NOT NULL,
+  candidate_id INTEGER REFERENCES candidates(id),
+  evaluation_id INTEGER REFERENCES evaluations(id),
+  path TEXT,
+  verdict TEXT NOT NULL,
+  correct INTEGER NOT NULL,
+  speedup REAL,
+  runtime_us REAL,
+  error TEXT,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  params TEXT NOT NULL,
+  description TEXT NOT NULL,
+  diagnosis TEXT,
+  wall_s REAL NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  UNIQUE(session, number)
+);
+)sql";
+
+constexpr std::array<std::string_view, 3> kMigrations = {kV1, kV2, kV3};
 }  // namespace
 
 std::span<const std::string_view> migrations() {

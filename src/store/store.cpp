@@ -90,4 +90,125 @@ util::Result<int64_t> Store::count_evaluations() {
   return st->col_int(0);
 }
 
+namespace {
+
+void bind_opt(Statement& st, int idx, const std::optional<int64_t>& v) {
+  v ? st.bind(idx, *v) : st.bind_null(idx);
+}
+
+std::optional<int64_t> opt_int(const Statement& st, int i) {
+  return st.col_null(i) ? std::nullopt : std::optional<int64_t>(st.col_int(i));
+}
+
+std::optional<double> opt_double(const Statement& st, int i) {
+  return st.col_null(i) ? std::nullopt : std::optional<double>(st.col_double(i));
+}
+
+}  // namespace
+
+util::Result<void> Store::insert_session(const SessionRow& s) {
+  auto st = db_.prepare(
+      "INSERT INTO sessions(id, problem_id, reference, name, backend, model, mode, status, "
+      "options, out_dir, best_attempt, best_speedup, compile_runtime_us, cost_usd) VALUES "
+      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, s.id);
+  bind_opt(*st, 2, s.problem_id);
+  st->bind(3, s.reference).bind(4, s.name).bind(5, s.backend).bind(6, s.model).bind(7, s.mode);
+  st->bind(8, s.status).bind(9, s.options_json).bind(10, s.out_dir);
+  bind_opt(*st, 11, s.best_attempt);
+  st->bind(12, s.best_speedup).bind(13, s.compile_runtime_us).bind(14, s.cost_usd);
+  return st->run();
+}
+
+util::Result<void> Store::update_session(const SessionRow& s) {
+  auto st = db_.prepare(
+      "UPDATE sessions SET status=?2, best_attempt=?3, best_speedup=?4, compile_runtime_us=?5, "
+      "cost_usd=?6, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, s.id).bind(2, s.status);
+  bind_opt(*st, 3, s.best_attempt);
+  st->bind(4, s.best_speedup).bind(5, s.compile_runtime_us).bind(6, s.cost_usd);
+  return st->run();
+}
+
+util::Result<std::optional<SessionRow>> Store::find_session(const std::string& id) {
+  auto st = db_.prepare(
+      "SELECT id, problem_id, reference, name, backend, model, mode, status, options, out_dir, "
+      "best_attempt, best_speedup, compile_runtime_us, cost_usd FROM sessions WHERE id=?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, id);
+  auto r = st->step();
+  if (!r) return std::unexpected(r.error());
+  if (!*r) return std::optional<SessionRow>{};
+  SessionRow s;
+  s.id = st->col_text(0);
+  s.problem_id = opt_int(*st, 1);
+  s.reference = st->col_text(2);
+  s.name = st->col_text(3);
+  s.backend = st->col_text(4);
+  s.model = st->col_text(5);
+  s.mode = st->col_text(6);
+  s.status = st->col_text(7);
+  s.options_json = st->col_text(8);
+  s.out_dir = st->col_text(9);
+  s.best_attempt = opt_int(*st, 10);
+  s.best_speedup = opt_double(*st, 11);
+  s.compile_runtime_us = opt_double(*st, 12);
+  s.cost_usd = st->col_double(13);
+  return std::optional<SessionRow>(std::move(s));
+}
+
+util::Result<int64_t> Store::insert_attempt(const AttemptRow& a) {
+  auto st = db_.prepare(
+      "INSERT INTO attempts(session, number, generator, candidate_id, evaluation_id, path, "
+      "verdict, correct, speedup, runtime_us, error, cost_usd, params, description, diagnosis, "
+      "wall_s) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, a.session).bind(2, int64_t{a.number}).bind(3, a.generator);
+  bind_opt(*st, 4, a.candidate_id);
+  bind_opt(*st, 5, a.evaluation_id);
+  st->bind(6, a.path).bind(7, a.verdict).bind(8, int64_t{a.correct});
+  st->bind(9, a.speedup).bind(10, a.runtime_us).bind(11, a.error).bind(12, a.cost_usd);
+  st->bind(13, a.params_json).bind(14, a.description);
+  a.diagnosis_json.empty() ? st->bind_null(15) : st->bind(15, a.diagnosis_json);
+  st->bind(16, a.wall_s);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  return db_.last_insert_id();
+}
+
+util::Result<std::vector<AttemptRow>> Store::attempts(const std::string& session) {
+  auto st = db_.prepare(
+      "SELECT session, number, generator, candidate_id, evaluation_id, path, verdict, correct, "
+      "speedup, runtime_us, error, cost_usd, params, description, diagnosis, wall_s "
+      "FROM attempts WHERE session=?1 ORDER BY number");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, session);
+  std::vector<AttemptRow> out;
+  for (;;) {
+    auto r = st->step();
+    if (!r) return std::unexpected(r.error());
+    if (!*r) break;
+    AttemptRow a;
+    a.session = st->col_text(0);
+    a.number = static_cast<int>(st->col_int(1));
+    a.generator = st->col_text(2);
+    a.candidate_id = opt_int(*st, 3);
+    a.evaluation_id = opt_int(*st, 4);
+    a.path = st->col_text(5);
+    a.verdict = st->col_text(6);
+    a.correct = st->col_int(7) != 0;
+    a.speedup = opt_double(*st, 8);
+    a.runtime_us = opt_double(*st, 9);
+    a.error = st->col_text(10);
+    a.cost_usd = st->col_double(11);
+    a.params_json = st->col_text(12);
+    a.description = st->col_text(13);
+    a.diagnosis_json = st->col_null(14) ? "" : st->col_text(14);
+    a.wall_s = st->col_double(15);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace ok::store

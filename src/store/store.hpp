@@ -43,6 +43,37 @@ struct EvaluationRow {
   double wall_s = 0;
 };
 
+// One `openkernel optimize` session (docs/store.md, version 3).
+struct SessionRow {
+  std::string id;
+  std::optional<int64_t> problem_id;
+  std::string reference, name, backend, model, mode;
+  std::string status;          // running, finished, interrupted, failed
+  std::string options_json = "{}";  // everything --resume needs to continue the same search
+  std::string out_dir;
+  std::optional<int64_t> best_attempt;
+  std::optional<double> best_speedup, compile_runtime_us;
+  double cost_usd = 0;
+};
+
+// One generate-evaluate-diagnose step of a session; written as soon as it ends.
+struct AttemptRow {
+  std::string session;
+  int number = 0;
+  std::string generator;  // builtin or the model's name
+  std::optional<int64_t> candidate_id, evaluation_id;
+  std::string path;
+  std::string verdict;  // the evaluator's verdict, or generation_failed
+  bool correct = false;
+  std::optional<double> speedup, runtime_us;
+  std::string error;
+  double cost_usd = 0;
+  std::string params_json = "{}";
+  std::string description;
+  std::string diagnosis_json;  // empty: none
+  double wall_s = 0;
+};
+
 class Store {
  public:
   // The default location: $XDG_DATA_HOME/openkernel/openkernel.db.
@@ -53,6 +84,13 @@ class Store {
   util::Result<int64_t> upsert_candidate(const CandidateRow& c);
   util::Result<int64_t> insert_evaluation(const EvaluationRow& e);
   util::Result<int64_t> count_evaluations();
+
+  util::Result<void> insert_session(const SessionRow& s);
+  // Updates status, best attempt/speedup, compile runtime and cost (and updated_at).
+  util::Result<void> update_session(const SessionRow& s);
+  util::Result<std::optional<SessionRow>> find_session(const std::string& id);
+  util::Result<int64_t> insert_attempt(const AttemptRow& a);
+  util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
 
   Database& db() { return db_; }
   const std::filesystem::path& path() const { return path_; }

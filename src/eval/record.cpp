@@ -1,0 +1,57 @@
+#include "eval/record.hpp"
+
+#include <filesystem>
+
+namespace ok::eval {
+
+using nlohmann::json;
+
+util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdentity& problem,
+                                            const std::string& candidate_path, const json& r,
+                                            const std::optional<std::string>& session) {
+  static const json kEmpty = json::object();
+  const json& prob = r.contains("problem") ? r["problem"] : kEmpty;
+  const json& cand = r.contains("candidate") ? r["candidate"] : kEmpty;
+  RecordedIds ids;
+  auto pid = st.upsert_problem({prob.value("source_hash", ""), problem.name, problem.path,
+                                problem.level, problem.number, prob.value("source", "")});
+  if (!pid) return std::unexpected(pid.error());
+  ids.problem_id = *pid;
+  auto cid = st.upsert_candidate({cand.value("source_hash", ""), cand.value("source", ""),
+                                  std::filesystem::absolute(candidate_path).string()});
+  if (!cid) return std::unexpected(cid.error());
+  ids.candidate_id = *cid;
+  auto num = [&](const char* key, const char* sub = nullptr) -> std::optional<double> {
+    if (!r.contains(key)) return std::nullopt;
+    const json& v = sub ? (r[key].is_object() ? r[key].value(sub, json(nullptr)) : json(nullptr))
+                        : r[key];
+    return v.is_number() ? std::optional(v.get<double>()) : std::nullopt;
+  };
+  store::EvaluationRow e;
+  e.problem_id = *pid;
+  e.candidate_id = *cid;
+  e.session = session;
+  e.verdict = r.value("verdict", "");
+  e.compiled = r.value("compiled", false);
+  e.correct = r.value("correct", false);
+  e.valid = r.value("valid", false);
+  e.speedup = num("speedup");
+  e.runtime_median_us = num("runtime_us", "median");
+  e.ref_runtime_median_us = num("ref_runtime_us", "median");
+  e.max_abs_error = num("max_abs_error");
+  e.max_rel_error = num("max_rel_error");
+  e.backend = r.value("backend", "");
+  e.device = r.value("device", "");
+  e.flags_json = r.value("flags", json::array()).dump();
+  e.reasons_json = r.value("reasons", json::array()).dump();
+  e.overrides_json = prob.value("overrides", json::object()).dump();
+  e.versions_json = r.value("versions", json::object()).dump();
+  e.result_json = r.dump();
+  e.wall_s = r.value("wall_s", 0.0);
+  auto eid = st.insert_evaluation(e);
+  if (!eid) return std::unexpected(eid.error());
+  ids.evaluation_id = *eid;
+  return ids;
+}
+
+}  // namespace ok::eval

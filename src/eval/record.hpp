@@ -1,0 +1,29 @@
+// Recording an evaluation in the store: the problem and candidate sources exactly as the worker
+// read and hashed them (a file may change meanwhile), and the evaluation row with the whole
+// result. Shared by `evaluate`, `optimize` and later `sweep`.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "store/store.hpp"
+
+namespace ok::eval {
+
+struct ProblemIdentity {
+  std::string name, path;
+  std::optional<int> level, number;
+};
+
+struct RecordedIds {
+  int64_t problem_id = 0, candidate_id = 0, evaluation_id = 0;
+};
+
+util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdentity& problem,
+                                            const std::string& candidate_path,
+                                            const nlohmann::json& result,
+                                            const std::optional<std::string>& session);
+
+}  // namespace ok::eval
