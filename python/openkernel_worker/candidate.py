@@ -59,6 +59,15 @@ class CandidateState:
         self.flush: Any = None
         self.state_before: dict[str, Any] = {}
         self.l2_before: int | None = None
+        self.graph_pool: list[list[Any]] = []
+        self.graph: Any = None  # timing.GraphTimer
+        self.clone_timed = False  # graph outputs live in the graph's pool: export copies
+        import torch
+
+        # Bound before any candidate code runs: a patched Tensor.clone (or a subclass's) cannot
+        # do the forward's work at export time, outside the timed replay.
+        self._tensor = torch.Tensor
+        self._clone = torch.Tensor.clone
 
     def load(self, req: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -154,7 +163,8 @@ class CandidateState:
         """New contents for every pool entry, in place (untimed)."""
         self.exporter.release()
         self.timed_outputs = []
-        for entry, seed in zip(self.pool, req["seeds"]):
+        pool = self.graph_pool if req.get("pool") == "graph" else self.pool
+        for entry, seed in zip(pool, req["seeds"]):
             refresh_inputs(entry, self.reference.module, int(seed), self.device)
         timing.synchronize(self.device)
         return {"ok": True}
@@ -170,12 +180,59 @@ class CandidateState:
         except BaseException as e:  # noqa: BLE001
             return error_reply(e, "time")
         self.timed_outputs = outputs
+        self.clone_timed = False
         return {"ok": True, "times_us": times, "wall_us": wall_us}
+
+    def graph_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Draws a pool of input buffers and captures one forward per entry in a CUDA graph
+        (timing.GraphTimer); a capture failure is reported, and the worker falls back."""
+        import torch
+
+        self.exporter.release()
+        self.graph_release()
+        self.pool = []  # the eager timing pool is done with
+        torch.cuda.empty_cache()
+        self.graph_pool = [make_inputs(self.reference.module, int(s), self.device)
+                           for s in req["seeds"]]
+        try:
+            self.graph = timing.GraphTimer(self.model, self.graph_pool, self.device)
+        except BaseException as e:  # noqa: BLE001
+            self.graph = None
+            return error_reply(e, "graph_capture")
+        return {"ok": True, "forwards": self.graph.forwards}
+
+    def graph_time(self) -> dict[str, Any]:
+        """One replay: every forward of the graph on the pool's current contents."""
+        if self.graph is None:
+            return {"ok": False, "phase": "graph_time", "error_type": "NoGraph",
+                    "message": "no graph was captured"}
+        if self.device.startswith("cuda"):
+            integrity.reset_persisting_l2()
+        try:
+            graph_us, wall_us = self.graph.replay(self.flush)
+        except BaseException as e:  # noqa: BLE001
+            return error_reply(e, "graph_time")
+        self.timed_outputs = self.graph.outputs
+        self.clone_timed = True
+        return {"ok": True, "graph_us": graph_us, "times_us": [graph_us / self.graph.forwards],
+                "wall_us": wall_us}
+
+    def graph_release(self) -> dict[str, Any]:
+        self.timed_outputs = []
+        if self.graph is not None:
+            self.graph.close()
+            self.graph = None
+        self.graph_pool = []
+        return {"ok": True}
 
     def export_timed(self) -> dict[str, Any]:
         self.exporter.release()
+        def copy(o: Any) -> Any:  # only exact tensors; anything else is exported (and failed) as is
+            return self._clone(o) if self.clone_timed and type(o) is self._tensor else o
+
         return {"ok": True, "outputs": [
-            [self.exporter.describe(o) for o in (list(out) if isinstance(out, (tuple, list)) else [out])]
+            [self.exporter.describe(copy(o))
+             for o in (list(out) if isinstance(out, (tuple, list)) else [out])]
             for out in self.timed_outputs]}
 
 
@@ -206,6 +263,12 @@ def main() -> int:
                 reply = state.time(req)
             elif op == "timed_outputs":
                 reply = state.export_timed()
+            elif op == "graph_prepare":
+                reply = state.graph_prepare(req)
+            elif op == "graph_time":
+                reply = state.graph_time()
+            elif op == "graph_release":
+                reply = state.graph_release()
             elif op == "release":
                 state.exporter.release()
                 reply = {"ok": True}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from . import roofline, timing
+from . import refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, is_library_kernel
 from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
@@ -30,6 +30,9 @@ from .problem import (BadInput, Reference, build_model, load_reference, make_ini
 from .transfer import rebuild
 
 BACKENDS = ("cpu", "cuda", "triton")
+CUDA_GRAPH_MODES = ("auto", "on", "off")
+GRAPH_AUTO_US = 50.0  # cuda_graph "auto": graph timing when the eager candidate median is below
+GRAPH_EAGER_RATIO = 5.0  # flag graph_much_faster: eager median / graph median above this
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected")
 
 
@@ -55,6 +58,8 @@ class Options:
     strict: bool = False
     cache_dir: str | None = None
     no_sandbox: bool = False  # run the candidate without bwrap (sandbox.py); reported as a flag
+    cuda_graph: str = "auto"  # time by CUDA-graph replay: auto (eager median < 50 us), on, off
+    compile_baseline: bool = False  # also time torch.compile(reference)
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
@@ -73,6 +78,15 @@ class Options:
         o.overrides = {str(k): str(v) for k, v in (req.get("overrides") or {}).items()}
         o.strict = bool(req.get("strict", False))
         o.no_sandbox = bool(req.get("no_sandbox", False))
+        o.compile_baseline = bool(req.get("compile_baseline", False))
+        mode = req.get("cuda_graph")
+        if isinstance(mode, bool):
+            mode = "on" if mode else "off"
+        if mode is not None:
+            o.cuda_graph = str(mode)
+        if o.cuda_graph not in CUDA_GRAPH_MODES:
+            raise BadInput(f"cuda_graph must be one of {', '.join(CUDA_GRAPH_MODES)}, "
+                           f"not {o.cuda_graph!r}")
         return o
 
 
@@ -283,8 +297,13 @@ class Evaluation:
             raise BadInput(f"candidate not found: {opts.candidate}") from None
         except OSError as e:
             raise BadInput(f"cannot read candidate {opts.candidate}: {e.strerror}") from None
-        self.master_seed = opts.seed if opts.seed is not None else secrets.randbits(62)
-        self.rng = Random(self.master_seed)
+        # Trial seeds (and the init seed) come from `seed` or this worker's secret, so the
+        # reference's trial outputs can be reused across candidates (refcache.py); everything
+        # timed draws from a fresh secret per evaluation (or from `seed`, reproducibly).
+        self.master_seed = opts.seed if opts.seed is not None else refcache.WORKER_SECRET
+        self.trial_rng = Random(self.master_seed)
+        self.rng = Random(f"{opts.seed}/timing" if opts.seed is not None else secrets.randbits(62))
+        self.cache_stats = {"hits": 0, "misses": 0}
         self.out = Outcome()
         self.result: dict[str, Any] = {}
         self.cand: CandidateProcess | None = None
@@ -313,7 +332,8 @@ class Evaluation:
         set_reference_precision()
         if self.opts.threads > 0:
             torch.set_num_threads(self.opts.threads)
-        init_seed = self.rng.getrandbits(31)
+        init_seed = self.trial_rng.getrandbits(31)
+        self.init_seed = init_seed
         init_inputs = make_init_inputs(self.ref.module, init_seed)
         ref_model = build_model(self.ref.module.Model, init_inputs, init_seed, self.device)
         self.scratch = tempfile.mkdtemp(prefix="openkernel-cand-")
@@ -323,7 +343,11 @@ class Evaluation:
             self.cand = CandidateProcess(self.scratch, self.candidate_env(), self.opts, self.device)
             if self._load(init_seed) and self._trials(ref_model) and self._profile():
                 self._time(ref_model)
+                if self._graph_wanted():
+                    self._time_graph(ref_model)
                 self._physical_floor(ref_model)
+                if self.opts.compile_baseline and self.out.verdict == "correct":
+                    self._compile_baseline(ref_model)
         finally:
             if self.cand is not None:
                 self.cand.close()
@@ -386,11 +410,9 @@ class Evaluation:
 
         comparison = self.out.comparison
         for trial in range(self.opts.trials):
-            seed = self.rng.getrandbits(31)
+            seed = self.trial_rng.getrandbits(31)
             inputs = make_inputs(self.ref.module, seed, self.device)
-            with torch.no_grad():
-                expected = flatten(ref_model(*inputs))
-            timing.synchronize(self.device)
+            expected = self._expected(ref_model, seed, inputs)
             reply = self._ask({"op": "run", "seed": seed}, f"correctness trial {trial + 1}")
             if reply is None:
                 return False
@@ -623,24 +645,325 @@ class Evaluation:
             if r / c > 50:
                 self.out.flag("excessive_speedup", f"a {r / c:.1f}x speedup over the reference is "
                               "implausibly large; check the kernel by hand", reject=False)
-        self.result["timing"] = {"pool_size": pool_size, "blocks": blocks, "checked_blocks": checked,
-                                 "flush_bytes": flush.numel() * 4, "flush_us": flush_us}
+        self.result["timing"] = {"mode": "events", "pool_size": pool_size, "blocks": blocks,
+                                 "checked_blocks": checked, "flush_bytes": flush.numel() * 4,
+                                 "flush_us": flush_us}
         self._ask({"op": "release"}, "releasing outputs")
 
-    def _check_timed_outputs(self, descs: Any, ref_outputs: list[Any], block: int) -> bool:
+    def _check_timed_outputs(self, descs: Any, ref_outputs: list[Any], block: int,
+                             what: str = "timed block") -> bool:
         if not isinstance(descs, list) or len(descs) != len(ref_outputs):
             self.out.flag("timed_output_mismatch", "the candidate did not return its timed outputs",
                           reject=True)
             return False
         comparison = Comparison()
         for i, (d, exp) in enumerate(zip(descs, ref_outputs)):
-            self._check_outputs(d, flatten(exp), f"timed block {block}, input set {i + 1}",
+            self._check_outputs(d, flatten(exp), f"{what} {block}, input set {i + 1}",
                                 comparison)
         if not comparison.ok:
             self.out.flag("timed_output_mismatch", "outputs produced while timed differ from the "
                           "reference (memoisation, batching across calls, or different behaviour "
                           "when timed): " + "; ".join(comparison.reasons[:2]), reject=True)
         return comparison.ok
+
+    # -- reference outputs reused across candidates (refcache.py) --------------------------------
+
+    def _problem_key(self) -> tuple[Any, ...]:
+        import torch
+
+        return (self.ref.source_hash,
+                tuple(sorted((k, repr(v)) for k, v in self.ref.overrides.items())),
+                self.device, refcache.PRECISION_POLICY, torch.__version__,
+                self.opts.threads if self.device == "cpu" else 0, self.init_seed)
+
+    def _expected(self, ref_model: Any, seed: int, inputs: list[Any]) -> list[Any]:
+        """The reference's outputs for a trial: from the worker's cache when this problem and seed
+        were run before, else computed (and kept unless the reference changes its inputs)."""
+        import torch
+
+        problem = self._problem_key()
+        key = (problem, seed)
+        cap = refcache.cap_bytes(self.device)
+        cacheable = cap > 0 and problem not in refcache.CACHE.uncacheable
+        if cacheable:
+            hit = refcache.CACHE.get(key)
+            if hit is not None:
+                self.cache_stats["hits"] += 1
+                return hit
+        before = refcache.fingerprint(inputs) if cacheable else None
+        with torch.no_grad():
+            expected = flatten(ref_model(*inputs))
+        timing.synchronize(self.device)
+        self.cache_stats["misses"] += 1
+        if before is not None:
+            if refcache.fingerprint(inputs) != before:
+                refcache.CACHE.uncacheable.add(problem)
+            else:
+                refcache.CACHE.put(key, [e.detach() if isinstance(e, torch.Tensor) else e
+                                         for e in expected], cap)
+        return expected
+
+    # -- CUDA-graph timing ------------------------------------------------------------------------
+
+    def _ask_soft(self, message: dict[str, Any], what: str) -> tuple[dict[str, Any] | None, str]:
+        """Like _ask, but a dead or hung candidate is only reported, not a verdict: used where a
+        failure means falling back (graph timing), not that the candidate is wrong."""
+        assert self.cand is not None
+        try:
+            return self.cand.request(message, self.opts.timeout_s), ""
+        except CandidateTimeout:
+            return None, f"the candidate did not finish {what} within {self.opts.timeout_s:g} s"
+        except CandidateDied as e:
+            return None, str(e)
+
+    def _graph_wanted(self) -> bool:
+        info = self.result.get("timing")
+        if self.out.verdict != "correct" or not isinstance(info, dict):
+            return False
+        mode = self.opts.cuda_graph
+        if mode == "off":
+            return False
+        if not self.device.startswith("cuda"):
+            if mode == "on":
+                info["cuda_graph"] = {"ok": False, "reason": "CUDA graphs need a CUDA device"}
+            return False
+        median = (self.result.get("runtime_us") or {}).get("median")
+        if mode == "auto" and not (median and median < GRAPH_AUTO_US):
+            return False
+        return True
+
+    def _graph_fallback(self, reason: str) -> None:
+        """Graph timing failed: the events timing stands; a note, not a flag or a rejection."""
+        info = self.result["timing"]
+        info["cuda_graph"] = {"ok": False, "reason": reason[:1500]}
+        info.setdefault("notes", []).append("CUDA-graph timing not used: " + reason[:300])
+
+    def _time_graph(self, ref_model: Any) -> None:
+        """Both sides capture one forward per entry of a pool of input buffers in a CUDA graph and
+        are timed by replay; before each replay both overwrite every entry in place with inputs
+        from fresh seeds (untimed) and flush the cache. The replayed outputs of the first, the
+        last and one in five random replays (chosen after the candidate replied) are checked
+        against the reference's replayed outputs."""
+        import torch
+
+        opts = self.opts
+        info = self.result["timing"]
+        probe = make_inputs(self.ref.module, 0, self.device)
+        per_set = max(tensor_nbytes(probe), 1)
+        del probe
+        free = torch.cuda.mem_get_info(torch.device(self.device))[0]
+        k = timing.graph_pool_size(per_set, free)
+        pool = [make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
+                for _ in range(k)]
+        try:
+            ref_graph = timing.GraphTimer(ref_model, pool, self.device)
+        except Exception as e:  # noqa: BLE001 - any capture failure means: no graph timing
+            del pool
+            torch.cuda.synchronize(torch.device(self.device))
+            self._graph_fallback("the reference cannot be captured in a CUDA graph: "
+                                 f"{type(e).__name__}: {e}")
+            return
+        try:
+            self._graph_blocks(ref_graph, pool, k)
+        finally:
+            ref_graph.close()
+            del pool
+            torch.cuda.empty_cache()
+
+    def _graph_blocks(self, ref_graph: Any, pool: list[list[Any]], k: int) -> None:
+        opts = self.opts
+        info = self.result["timing"]
+        reply, why = self._ask_soft({"op": "graph_prepare",
+                                     "seeds": [self.rng.getrandbits(31) for _ in pool]},
+                                    "capturing its forward in a CUDA graph")
+        if reply is None or not reply.get("ok"):
+            if reply is not None:
+                why = f"{reply.get('error_type', 'Error')}: {reply.get('message', '')}"
+            self._graph_fallback(f"the candidate cannot be captured in a CUDA graph: {why}")
+            return
+        if reply.get("forwards") != k:
+            self._graph_fallback("the candidate captured a graph of the wrong size")
+            return
+        flush = timing.flush_buffer(self.device)
+        flush_us = timing.flush_cost_us(self.device, flush)
+        ref_times: list[float] = []
+        cand_times: list[float] = []
+        walls: list[tuple[float, float, int]] = []
+        deadline = time.monotonic() + max(1.0, opts.timing_budget_s / 2)
+        blocks = checked = 0
+        while True:
+            final = (time.monotonic() >= deadline
+                     or len(cand_times) >= opts.max_timing_samples
+                     or (len(cand_times) >= opts.min_timing_samples
+                         and timing.relative_stderr(ref_times) < opts.target_rse
+                         and timing.relative_stderr(cand_times) < opts.target_rse))
+            seeds = [self.rng.getrandbits(31) for _ in pool]
+            for entry, seed in zip(pool, seeds):
+                refresh_inputs(entry, self.ref.module, seed, self.device)
+            ref_us, _ = ref_graph.replay(flush)
+            ref_times.append(ref_us / k)
+            reply, why = self._ask_soft({"op": "refresh", "seeds": seeds, "pool": "graph"},
+                                        "refreshing graph inputs")
+            if reply is None or not reply.get("ok"):
+                self._graph_fallback("refreshing the graph's inputs failed: " +
+                                     (why or str((reply or {}).get("message", ""))))
+                return
+            sent = time.monotonic()
+            reply, why = self._ask_soft({"op": "graph_time"}, "a timed graph replay")
+            outside_us = (time.monotonic() - sent) * 1e6
+            if reply is None or not reply.get("ok"):
+                self._graph_fallback(f"a graph replay failed: "
+                                     f"{why or (reply or {}).get('message', '')}")
+                return
+            got = reply.get("graph_us")
+            if not isinstance(got, (int, float)) or isinstance(got, bool) or not got >= 0:
+                self.out.flag("timer_mismatch", "the candidate process returned a malformed "
+                              "graph timing", reject=True)
+                return
+            cand_times.append(float(got) / k)
+            walls.append((outside_us, float(got), 1))  # one flush per replay
+            blocks += 1
+            if final or blocks == 1 or self.rng.random() < 0.2:
+                checked += 1
+                reply, why = self._ask_soft({"op": "timed_outputs"}, "exporting replayed outputs")
+                if reply is None:
+                    self._graph_fallback(f"exporting replayed outputs failed: {why}")
+                    return
+                if not self._check_timed_outputs(reply.get("outputs"), ref_graph.outputs,
+                                                 blocks, "replayed CUDA graph"):
+                    break
+            if final:
+                break
+        self._ask_soft({"op": "graph_release"}, "releasing the graph")
+        self._cross_check(walls, flush_us, result_key="graph_wall_check")
+        eager = {"runtime_us": self.result["runtime_us"],
+                 "ref_runtime_us": self.result["ref_runtime_us"],
+                 "speedup": self.result.get("speedup")}
+        self.result["runtime_us"] = timing.stats(cand_times)
+        self.result["ref_runtime_us"] = timing.stats(ref_times)
+        info.update({"mode": "cuda_graph", "events": eager,
+                     "cuda_graph": {"ok": True, "forwards_per_replay": k, "replays": blocks,
+                                    "checked_replays": checked, "flush_us": flush_us}})
+        c = self.result["runtime_us"]["median"]
+        r = self.result["ref_runtime_us"]["median"]
+        self.result["speedup"] = r / c if c and r else None
+        if c and r and r / c > 50:
+            self.out.flag("excessive_speedup", f"a {r / c:.1f}x speedup over the reference is "
+                          "implausibly large; check the kernel by hand", reject=False)
+        e = (eager["runtime_us"] or {}).get("median")
+        if c and e and e / c > GRAPH_EAGER_RATIO:
+            self.out.flag("graph_much_faster", f"replayed in a CUDA graph the candidate takes "
+                          f"{c:.2f} us per forward, {e / c:.1f}x less than timed eagerly "
+                          f"({e:.2f} us); launch overhead explains some of it, batching work "
+                          "across the graph's forwards would explain more: check by hand",
+                          reject=False)
+
+    # -- torch.compile baseline ---------------------------------------------------------------------
+
+    def _compile_baseline(self, ref_model: Any) -> None:
+        """Times torch.compile(reference) with the method the candidate was timed with; reports
+        compile_runtime_us and speedup_compile, or null with a reason. Kept per worker and
+        problem, so a search pays the compile once."""
+        import torch
+
+        mode = (self.result.get("timing") or {}).get("mode", "events")
+        key = (self._problem_key(), mode)
+        info = refcache.COMPILE_BASELINES.get(key)
+        if info is not None:
+            info = {**info, "cached": True}
+        else:
+            info = {"ok": False, "reason": None, "method": mode, "compile_s": None,
+                    "runtime_us": None, "cached": False}
+            if not callable(getattr(torch, "compile", None)):
+                info["reason"] = f"torch {torch.__version__} has no torch.compile"
+            else:
+                try:
+                    info.update(self._time_compiled(ref_model, mode))
+                except Exception as e:  # noqa: BLE001 - the baseline is optional
+                    info["reason"] = (f"torch.compile of the reference failed: "
+                                      f"{type(e).__name__}: {str(e)[:800]}")
+                finally:
+                    dynamo = getattr(torch, "_dynamo", None)
+                    if dynamo is not None and hasattr(dynamo, "reset"):
+                        dynamo.reset()
+                    if self.device.startswith("cuda"):
+                        torch.cuda.empty_cache()
+            refcache.COMPILE_BASELINES[key] = info
+        self.result["compile_baseline"] = info
+        if not info.get("ok"):
+            return
+        self.result["compile_runtime_us"] = info["runtime_us"]
+        timing_info = self.result.get("timing") or {}
+        cand = self.result.get("runtime_us") or {}
+        if info.get("method") != timing_info.get("mode"):  # compiled graph capture failed
+            cand = ((timing_info.get("events") or {}).get("runtime_us")) or cand
+        c, k = cand.get("median"), (info["runtime_us"] or {}).get("median")
+        self.result["speedup_compile"] = k / c if c and k else None
+
+    def _time_compiled(self, ref_model: Any, mode: str) -> dict[str, Any]:
+        import torch
+
+        compiled = torch.compile(ref_model)
+        inputs = make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
+        t0 = time.monotonic()
+        with torch.no_grad():
+            got = flatten(compiled(*inputs))
+        timing.synchronize(self.device)
+        compile_s = time.monotonic() - t0
+        with torch.no_grad():
+            expected = flatten(ref_model(*inputs))
+        comparison = Comparison()
+        if len(got) != len(expected):
+            comparison.fail(f"{len(got)} outputs instead of {len(expected)}")
+        for i, (e, g) in enumerate(zip(expected, got)):
+            compare_values(e, g, f"output {i}", comparison)
+        del got, expected, inputs
+        if not comparison.ok:
+            return {"ok": False, "compile_s": compile_s,
+                    "reason": "torch.compile(reference) disagrees with the reference: " +
+                              "; ".join(comparison.reasons[:2])}
+        probe = make_inputs(self.ref.module, 0, self.device)
+        per_set = max(tensor_nbytes(probe), 1)
+        del probe
+        if self.device.startswith("cuda"):
+            free = torch.cuda.mem_get_info(torch.device(self.device))[0]
+        else:
+            free = 256 << 20
+        size = timing.graph_pool_size(per_set, free, cap=16 if mode == "cuda_graph" else 8)
+        pool = [make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
+                for _ in range(size)]
+        flush = timing.flush_buffer(self.device)
+        budget = max(1.0, self.opts.timing_budget_s / 2)
+        method, note = mode, None
+        graph = None
+        if mode == "cuda_graph":
+            try:
+                graph = timing.GraphTimer(compiled, pool, self.device)
+            except Exception as e:  # noqa: BLE001
+                method, note = "events", f"CUDA-graph capture failed: {type(e).__name__}: {e}"
+        samples: list[float] = []
+        deadline = time.monotonic() + budget
+        while True:
+            for entry in pool:
+                refresh_inputs(entry, self.ref.module, self.rng.getrandbits(31), self.device)
+            if graph is not None:
+                us, _ = graph.replay(flush)
+                samples.append(us / size)
+            else:
+                times, _, _ = timing.time_block(compiled, pool, size, self.device, flush,
+                                                keep_outputs=False)
+                samples += times
+            if (time.monotonic() >= deadline or len(samples) >= self.opts.max_timing_samples
+                    or (len(samples) >= self.opts.min_timing_samples
+                        and timing.relative_stderr(samples) < self.opts.target_rse)):
+                break
+        if graph is not None:
+            graph.close()
+        out: dict[str, Any] = {"ok": True, "reason": None, "compile_s": compile_s,
+                               "method": method, "runtime_us": timing.stats(samples)}
+        if note:
+            out["note"] = note[:500]
+        return out
 
     def _cpu_check(self, walls: list[tuple[float, float, int]], cpu_us: float) -> None:
         """CPU candidates: the CPU time the kernel charged to the candidate's processes (read
@@ -662,7 +985,8 @@ class Evaluation:
             self.out.flag("cpu_time_excess", message + " (more than expected; on a busy machine "
                           "the cache flush costs more)", reject=False)
 
-    def _cross_check(self, walls: list[tuple[float, float, int]], flush_us: float) -> None:
+    def _cross_check(self, walls: list[tuple[float, float, int]], flush_us: float,
+                     result_key: str = "wall_check") -> None:
         """The candidate's own timings against the worker's clock around each block."""
         outside = sum(w for w, _, _ in walls)
         claimed = sum(c for _, c, _ in walls)
@@ -683,9 +1007,9 @@ class Evaluation:
                           f"({outside / 1e3:.1f} ms for {n} runs) is far above its own timings "
                           f"({claimed / 1e3:.1f} ms): work escaping the timer (another stream, a "
                           f"thread) or a patched timer", reject=True)
-        self.result["wall_check"] = {"claimed_us": claimed, "outside_us": outside, "runs": n,
-                                     "allowance_us": allowance,
-                                     "ping_us": getattr(self, "ping_us", None)}
+        self.result[result_key] = {"claimed_us": claimed, "outside_us": outside, "runs": n,
+                                   "allowance_us": allowance,
+                                   "ping_us": getattr(self, "ping_us", None)}
 
     def _finish(self, wall_s: float) -> dict[str, Any]:
         o = self.out
@@ -724,6 +1048,12 @@ class Evaluation:
             "roofline": res.get("roofline"),
             "wall_check": res.get("wall_check"),
             "cpu_check": res.get("cpu_check"),
+            "graph_wall_check": res.get("graph_wall_check"),
+            "compile_runtime_us": res.get("compile_runtime_us"),
+            "speedup_compile": res.get("speedup_compile") if correct else None,
+            "compile_baseline": res.get("compile_baseline"),
+            "reference_cache": {**self.cache_stats, "entries": len(refcache.CACHE.entries),
+                                "bytes": refcache.CACHE.bytes},
             "worker_wall_s": wall_s,
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,
                         "source": self.ref.source,

@@ -29,6 +29,8 @@ struct EvaluateOptions {
   int threads = 0;
   bool strict = false;
   bool no_sandbox = false;
+  std::string cuda_graph = "auto";
+  bool compile_baseline = false;
   bool json = false;
   std::string python;
 };
@@ -115,6 +117,8 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   req.strict = o.strict;
   req.cache_dir = util::cache_dir().string();
   req.no_sandbox = o.no_sandbox;
+  req.cuda_graph = o.cuda_graph;
+  req.compile_baseline = o.compile_baseline;
   if (o.no_sandbox)
     fmt::print(stderr,
                "WARNING: --no-sandbox: the candidate runs WITHOUT the sandbox. Its code can read "
@@ -161,6 +165,12 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_flag("--no-sandbox", o->no_sandbox,
                 "Run the candidate without the bwrap sandbox (dangerous: only for trusted code; "
                 "needed where bwrap cannot run)");
+  cmd->add_option("--cuda-graph", o->cuda_graph,
+                  "Time by CUDA-graph replay: auto (when the eager median is below 50 us), on, "
+                  "off (default auto)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_flag("--compile-baseline", o->compile_baseline,
+                "Also time torch.compile(reference) and report speedup_compile");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--db", g.db, "Store database (default: the user's data directory)");

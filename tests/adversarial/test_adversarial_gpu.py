@@ -43,3 +43,40 @@ def test_case(results: dict[str, dict[str, Any]], name: str) -> None:
     r = results[name]
     assert r["verdict"] in verdicts, (name, r["verdict"], r["reasons"])
     assert flags <= set(r["flags"]), (name, r["flags"], r["reasons"])
+
+
+# CUDA-graph timing (cuda_graph "auto" picks it for microsecond kernels): a tiny ReLU.
+# name: (candidate, cuda_graph, verdicts, flags, timing mode)
+GRAPH_CASES: dict[str, tuple[str, str, set[str], set[str], str]] = {
+    "graph_honest": ("cand_honest.py", "auto", {"correct"}, set(), "cuda_graph"),
+    "graph_partial": ("cand_graph_partial.py", "on", {"rejected"}, {"timed_output_mismatch"},
+                      "cuda_graph"),
+    "graph_stale": ("cand_graph_stale.py", "on", {"rejected"}, {"timed_output_mismatch"},
+                    "cuda_graph"),
+    "graph_uncapturable": ("cand_graph_uncapturable.py", "on", {"correct"}, set(), "events"),
+}
+
+
+@pytest.fixture(scope="module")
+def graph_results() -> dict[str, dict[str, Any]]:
+    cases = {n: {"candidate": c, "reference": "ref_relu_small.py", "cuda_graph": g}
+             for n, (c, g, _, _, _) in GRAPH_CASES.items()}
+    return evaluate_all(cases, FOLDER, {"backend": "triton", "trials": 3, "timing_budget_s": 1.0,
+                                        "timeout_s": 120}, workers=1)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH_CASES))
+def test_graph_case(graph_results: dict[str, dict[str, Any]], name: str) -> None:
+    _, _, verdicts, flags, mode = GRAPH_CASES[name]
+    r = graph_results[name]
+    assert r["verdict"] in verdicts, (name, r["verdict"], r["reasons"])
+    assert flags <= set(r["flags"]), (name, r["flags"], r["reasons"])
+    if r["verdict"] == "correct":
+        t = r["timing"]
+        assert t["mode"] == mode, (name, t)
+        if mode == "cuda_graph":
+            assert t["cuda_graph"]["ok"] and t["cuda_graph"]["checked_replays"] >= 1, t
+            assert t["events"]["runtime_us"]["median"] > 0 and r["runtime_us"]["n"] >= 1, t
+            assert r["speedup"] and r["speedup"] > 0
+        else:
+            assert t["cuda_graph"]["ok"] is False and t["cuda_graph"]["reason"], t
