@@ -759,7 +759,10 @@ class Evaluation:
             ref_graph = timing.GraphTimer(ref_model, pool, self.device)
         except Exception as e:  # noqa: BLE001 - any capture failure means: no graph timing
             del pool
-            torch.cuda.synchronize(torch.device(self.device))
+            try:
+                torch.cuda.synchronize(torch.device(self.device))
+            except RuntimeError:
+                pass
             self._graph_fallback("the reference cannot be captured in a CUDA graph: "
                                  f"{type(e).__name__}: {e}")
             return
