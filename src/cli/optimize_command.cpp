@@ -1,0 +1,285 @@
+// `openkernel optimize`: the product's main job. Resolves the problem, the backend and the model,
+// opens (or resumes) a session, runs the inner loop of src/optimize and writes the best kernel
+// and the reports. Progress goes to stderr; stdout holds the report (or, with --json, one JSON
+// object as the last line). Exit codes: 0 the session ran (whether or not a correct kernel was
+// found), 1 internal error, 2 bad usage or input, 130 interrupted (the best so far is kept and
+// the session can be resumed).
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "cli/context.hpp"
+#include "cli/llm_commands.hpp"
+#include "llm/cancel.hpp"
+#include "llm/client.hpp"
+#include "llm/recorder.hpp"
+#include "optimize/prompts.hpp"
+#include "optimize/report.hpp"
+#include "optimize/session.hpp"
+#include "util/paths.hpp"
+
+namespace ok::cli {
+
+using nlohmann::json;
+using util::ErrorKind;
+
+namespace {
+
+constexpr int kInterrupted = 130;
+
+struct OptimizeOptions {
+  ProblemOptions problem;
+  LlmOptions llm;
+  std::string backend;
+  std::string mode = "fast";
+  int iterations = 0;
+  std::string out;
+  std::string resume;
+  bool json = false;
+  std::string python;
+  long long seed = -1;
+  int trials = 5;
+  double timeout = 300;
+  double timing_budget = 4;
+  int threads = 0;
+  bool no_sandbox = false;
+};
+
+// Live progress on stderr: one line per step, the running best and the money spent.
+optimize::Observer progress(bool quiet) {
+  return [quiet](const optimize::Event& e) {
+    if (quiet && e.kind != "warning") return;
+    std::string best = e.best_speedup ? fmt::format("{:.2f}x", *e.best_speedup) : "none";
+    if (e.kind == "started") {
+      fmt::print(stderr, "optimize  {}\n", e.text);
+    } else if (e.kind == "generating") {
+      fmt::print(stderr, "[{}/{}] generating ({})  best {}  ${:.4f}\n", e.number, e.total, e.text,
+                 best, e.cost_usd);
+    } else if (e.kind == "evaluating") {
+      fmt::print(stderr, "[{}/{}] evaluating: {}\n", e.number, e.total, e.text);
+    } else if (e.kind == "attempt" && e.attempt) {
+      const auto& a = *e.attempt;
+      std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
+      std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));
+      if (why.size() > 160) why = why.substr(0, 157) + "...";
+      fmt::print(stderr, "[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why,
+                 a.wall_s, best, e.cost_usd);
+    } else if (e.kind == "stopped") {
+      fmt::print(stderr, "stopped: {}\n", e.text);
+    } else if (e.kind == "warning") {
+      fmt::print(stderr, "openkernel: warning: {}\n", e.text);
+    }
+    std::fflush(stderr);
+  };
+}
+
+int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
+  auto cfg = config::load_default();
+  if (!cfg) return report_error(cfg.error());
+  if (o.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
+  if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
+  if (o.llm.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
+  auto st = open_store(g, *cfg);
+  if (!st) return report_error(st.error());
+
+  optimize::Options opts;
+  std::string session;
+  std::vector<optimize::Attempt> resumed;
+  if (!o.resume.empty()) {
+    auto row = st->find_session(o.resume);
+    if (!row) return report_error(row.error());
+    if (!*row)
+      return report_error({ErrorKind::kBadInput,
+                           fmt::format("no session {} in {}", o.resume, st->path().string())});
+    json saved = json::parse((*row)->options_json, nullptr, false);
+    if (saved.is_discarded())
+      return report_error({ErrorKind::kBadInput, "session " + o.resume + " has unreadable options"});
+    opts = optimize::Options::from_json(saved);
+    session = o.resume;
+    if (o.iterations > 0) opts.iterations = o.iterations;  // a resume may extend the search
+    if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
+    auto rows = st->attempts(session);
+    if (!rows) return report_error(rows.error());
+    resumed = optimize::attempts_from_rows(*rows);
+    fmt::print(stderr, "resuming session {} after {} recorded attempt{}\n", session,
+               resumed.size(), resumed.size() == 1 ? "" : "s");
+  } else {
+    auto prob = resolve_problem(o.problem, *cfg);
+    if (!prob) return report_error(prob.error());
+    opts.reference = std::filesystem::absolute(prob->path).string();
+    opts.name = prob->name;
+    opts.level = prob->level;
+    opts.number = prob->number;
+    opts.overrides = prob->overrides;
+    opts.model = !o.llm.model.empty() ? o.llm.model : cfg->model.value_or("builtin");
+    opts.base_url = o.llm.base_url;
+    opts.mode = o.mode;
+    opts.iterations = o.iterations;
+    if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
+    opts.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+    opts.trials = o.trials;
+    opts.timeout_s = o.timeout;
+    opts.timing_budget_s = o.timing_budget;
+    opts.no_sandbox = o.no_sandbox;
+    session = optimize::new_session_id();
+    opts.out_dir = std::filesystem::absolute(
+        o.out.empty() ? std::filesystem::path("openkernel-out") / session
+                      : std::filesystem::path(o.out));
+  }
+
+  auto worker = start_worker(*cfg, o.python);
+  if (!worker) return report_error(worker.error());
+  const bool gpu = worker->hello().value("cuda_available", false);
+  if (o.resume.empty()) {
+    opts.backend = o.backend.empty() ? (gpu ? "triton" : "cpu") : o.backend;
+    unsigned hw = std::thread::hardware_concurrency();
+    opts.threads = o.threads > 0 ? o.threads
+                                 : (opts.backend == "cpu" ? static_cast<int>(std::clamp(hw, 1u, 8u))
+                                                          : 0);
+  }
+  if (opts.backend != "cpu" && !gpu)
+    return report_error({ErrorKind::kEnvironment,
+                         fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch sees "
+                                     "none on this machine; use --backend cpu",
+                                     opts.backend)});
+  if (opts.no_sandbox)
+    fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
+
+  // The model: builtin, or an endpoint from the registry (its key found now, before any work).
+  const bool builtin = opts.model == "builtin";
+  std::optional<llm::Endpoint> endpoint;
+  if (!builtin) {
+    auto registry = llm::Registry::load_default();
+    if (!registry) return report_error(registry.error());
+    LlmOptions lo = o.llm;
+    lo.model = opts.model;
+    if (lo.base_url.empty()) lo.base_url = opts.base_url;
+    auto ep = resolve_llm(lo, *cfg, *registry);
+    if (!ep) return report_error(ep.error());
+    endpoint = *ep;
+  }
+
+  if (o.resume.empty()) {
+    store::SessionRow row;
+    row.id = session;
+    row.reference = opts.reference;
+    row.name = opts.name;
+    row.backend = opts.backend;
+    row.model = opts.model;
+    row.mode = opts.mode;
+    row.status = "running";
+    row.options_json = opts.to_json().dump();
+    row.out_dir = opts.out_dir.string();
+    if (auto r = st->insert_session(row); !r) return report_error(r.error());
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(opts.out_dir, ec);
+  if (ec)
+    return report_error({ErrorKind::kBadInput, fmt::format("cannot create {}: {}",
+                                                           opts.out_dir.string(), ec.message())});
+  fmt::print(stderr, "session {}  (resume with: openkernel optimize --resume {})\n", session,
+             session);
+
+  llm::install_interrupt_handler();
+  auto problem = optimize::prepare_problem(*worker, opts);
+  if (!problem) return report_error(problem.error());
+
+  const double already = [&] {
+    double c = 0;
+    for (const auto& a : resumed) c += a.cost_usd;
+    return c;
+  }();
+  llm::Ledger ledger(opts.budget_usd ? std::optional<double>(std::max(0.0, *opts.budget_usd - already))
+                                     : std::nullopt);
+  std::unique_ptr<llm::StoreRecorder> recorder;
+  std::unique_ptr<llm::Client> client;
+  std::unique_ptr<optimize::Generator> generator;
+  std::unique_ptr<optimize::Critic> critic;
+  const auto skills = util::resource_root() / "data/skills";
+  if (builtin) {
+    int max = opts.iterations > 0 ? opts.iterations : optimize::default_iterations(opts.mode);
+    generator = optimize::make_builtin_generator(skills, opts.seed, std::max(max, 8));
+    critic = optimize::make_heuristic_critic();
+  } else {
+    auto rec = llm::StoreRecorder::open(st->path(), llm::Redactor(endpoint->api_key));
+    if (rec) recorder = std::move(*rec);
+    else
+      fmt::print(stderr, "openkernel: warning: model calls are not recorded: {}\n",
+                 llm::Redactor(endpoint->api_key).apply(rec.error().message));
+    llm::ClientOptions copts;
+    copts.ledger = &ledger;
+    copts.recorder = recorder.get();
+    client = std::make_unique<llm::Client>(*endpoint, copts);
+    generator = optimize::make_llm_generator(*client, optimize::prompts_dir(), skills, session);
+    critic = optimize::make_llm_critic(*client, optimize::prompts_dir(), session);
+  }
+
+  optimize::Dependencies deps;
+  deps.worker = &*worker;
+  deps.restart_worker = [&cfg, &o] { return start_worker(*cfg, o.python); };
+  deps.store = &*st;
+  deps.generator = generator.get();
+  deps.critic = critic.get();
+  deps.ledger = builtin ? nullptr : &ledger;
+  deps.cancel = &llm::cancel_flag();
+  deps.observer = progress(g.quiet);
+  deps.cache_dir = util::cache_dir().string();
+  auto outcome = optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
+  if (!outcome) return report_error(outcome.error());
+
+  json report = optimize::report_json(opts, *outcome);
+  report["db"] = st->path().string();
+  report["report_md"] = (opts.out_dir / "report.md").string();
+  report["report_json"] = (opts.out_dir / "report.json").string();
+  std::string md = optimize::report_markdown(report);
+  if (auto w = util::write_file(opts.out_dir / "report.md", md); !w) return report_error(w.error());
+  if (auto w = util::write_file(opts.out_dir / "report.json", report.dump(2) + "\n"); !w)
+    return report_error(w.error());
+  if (o.json)
+    fmt::print("{}\n", report.dump());
+  else
+    fmt::print("{}\nReports: {} and report.json\n", md, report["report_md"].get<std::string>());
+  if (outcome->status == "interrupted") {
+    fmt::print(stderr, "interrupted: the best so far is kept; continue with "
+                       "`openkernel optimize --resume {}`\n", session);
+    return kInterrupted;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
+  auto o = std::make_shared<OptimizeOptions>();
+  auto* cmd = app.add_subcommand(
+      "optimize", "Generate, verify and time kernels for a reference; keep the fastest correct one");
+  add_problem_options(cmd, o->problem);
+  add_llm_options(cmd, o->llm, true);
+  cmd->add_option("--backend", o->backend,
+                  "triton, cuda or cpu (default: triton with a GPU, else cpu)")
+      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  cmd->add_option("--mode", o->mode, "fast or deep: iterations and breadth (default fast)")
+      ->check(CLI::IsMember({"fast", "deep"}));
+  cmd->add_option("--iterations", o->iterations,
+                  "Attempts at most (default: 6 in fast mode, 16 in deep mode)");
+  cmd->add_option("--out", o->out, "Folder for the attempts, best kernel and reports "
+                                   "(default ./openkernel-out/SESSION)");
+  cmd->add_option("--resume", o->resume, "Continue a recorded session");
+  cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
+  cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
+  cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");
+  cmd->add_option("--trials", o->trials, "Correctness trials per candidate (default 5)");
+  cmd->add_option("--timeout", o->timeout, "Limit in seconds per candidate step (default 300)");
+  cmd->add_option("--timing-budget", o->timing_budget,
+                  "Seconds of timing per candidate before stopping short of the target precision "
+                  "(default 4)");
+  cmd->add_option("--threads", o->threads, "CPU threads for reference and candidate");
+  cmd->add_flag("--no-sandbox", o->no_sandbox,
+                "Run candidates without the sandbox (dangerous; see docs/evaluation.md)");
+  cmd->add_option("--db", g.db, "Store database");
+  cmd->callback([&g, &action, o] { action = [&g, o] { return run_optimize(g, *o); }; });
+}
+
+}  // namespace ok::cli

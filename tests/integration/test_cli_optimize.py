@@ -1,0 +1,197 @@
+"""`openkernel optimize` end to end on the CPU: the LLM path against a local OpenAI-compatible
+server (llm_stub.py) that answers with real kernels, a broken kernel, prose without code and
+malformed diagnoses; the builtin generator on small problems; Ctrl-C and --resume.
+
+    /usr/bin/python3 -m pytest -q tests/integration/test_cli_optimize.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_stub import LlmStub
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
+PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
+SWISH = ROOT / "examples/swish_chain"
+QUICK = ["--trials", "2", "--timing-budget", "0.3", "--timeout", "120"]
+
+pytestmark = pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}")
+
+
+def optimize(tmp: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp / "config"),
+           "XDG_CACHE_HOME": str(tmp / "cache"), "XDG_DATA_HOME": str(tmp / "data")}
+    env.pop("OPENKERNEL_API_KEY", None)
+    p = subprocess.run([str(BINARY), "optimize", "--db", str(tmp / "db.sqlite"), *args],
+                       capture_output=True, text=True, timeout=timeout, env=env)
+    lines = [line for line in p.stdout.splitlines() if line.strip()]
+    report = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    return p, report
+
+
+def fenced(text: str, code: str) -> str:
+    return f"{text}\n```python\n{code}\n```\n"
+
+
+BROKEN = '''import torch
+import torch.nn as nn
+from openkernel_worker.native import compile_cpp
+
+_lib = compile_cpp('extern "C" void swish(const float* x { this is not C++', name="broken")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale, shift):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+'''
+
+DIAGNOSIS = json.dumps({"bottleneck": "correctness", "evidence": ["the C++ does not compile"],
+                        "suggestions": [{"action": "close the parameter list",
+                                         "expected_gain": 0.0}], "expected_gain": 0.0})
+
+
+def test_llm_path_with_real_kernels_and_malformed_replies(tmp_path: Path) -> None:
+    good = (SWISH / "candidate.py").read_text()
+    with LlmStub(generator=["Let me think about fusion first; no code yet.",
+                            fenced("A first C++ attempt.", BROKEN),
+                            fenced("Fused C++ loop with OpenMP.", good)],
+                 critic=[DIAGNOSIS, "I cannot answer in JSON, sorry."]) as stub:
+        p, report = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--backend",
+                             "cpu", "--model", "openai/stub-model", "--base-url", stub.base_url,
+                             "--iterations", "3", "--json", "--out", str(tmp_path / "out"), *QUICK)
+        generator_prompts = stub.prompts("generator")
+        critic_prompts = stub.prompts("critic")
+    assert p.returncode == 0, p.stderr
+    assert report is not None, p.stdout
+    for key in ("session", "verdict", "speedup", "speedup_compile", "best_candidate", "attempts",
+                "cost_usd"):
+        assert key in report
+    assert report["attempts"] == 3
+    assert [h["verdict"] for h in report["history"]] == ["generation_failed", "compile_error",
+                                                         "correct"]
+    assert "malformed" in report["history"][0]["error"]
+    assert report["verdict"] == "correct" and report["speedup"] > 0
+    assert report["speedup_compile"] is None  # CPU: no torch.compile baseline
+    best = Path(report["best_candidate"])
+    assert best.is_file() and "class ModelNew" in best.read_text()
+    assert (tmp_path / "out/report.md").is_file() and (tmp_path / "out/report.json").is_file()
+    # Feedback reached the model: the compile error and the critic's advice are in the 3rd prompt.
+    assert len(generator_prompts) == 3
+    assert "this is not C++" in generator_prompts[2] or "error" in generator_prompts[2]
+    assert "close the parameter list" in generator_prompts[2]
+    assert "x * torch.sigmoid(x)" in generator_prompts[0]  # the reference source
+    # Critic: a valid diagnosis for attempt 2, a fallback for attempt 3 (after one repair try).
+    assert len(critic_prompts) == 3
+    assert report["history"][1]["bottleneck"] == "correctness"
+    db = sqlite3.connect(tmp_path / "db.sqlite")
+    calls = db.execute("SELECT purpose, status FROM llm_calls WHERE session=?",
+                       (report["session"],)).fetchall()
+    assert sorted(c[0] for c in calls).count("generator") == 3
+    assert len(calls) == 6
+    rows = db.execute("SELECT number, verdict, evaluation_id FROM attempts WHERE session=? "
+                      "ORDER BY number", (report["session"],)).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(1, "generation_failed"), (2, "compile_error"),
+                                            (3, "correct")]
+    assert rows[0][2] is None and rows[1][2] is not None
+    status = db.execute("SELECT status, best_attempt FROM sessions WHERE id=?",
+                        (report["session"],)).fetchone()
+    assert status == ("finished", 3)
+
+
+def test_unknown_model_and_missing_reference_are_usage_errors(tmp_path: Path) -> None:
+    p, _ = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--backend", "cpu",
+                    "--model", "no-such-model-anywhere", timeout=120)
+    assert p.returncode == 2 and "no-such-model-anywhere" in p.stderr
+    p, _ = optimize(tmp_path, "--reference", str(tmp_path / "missing.py"), "--backend", "cpu",
+                    timeout=120)
+    assert p.returncode == 2 and "missing.py" in p.stderr
+    p, _ = optimize(tmp_path, "--resume", "s-not-a-session", timeout=120)
+    assert p.returncode == 2 and "s-not-a-session" in p.stderr
+
+
+# The issue's fixed CPU set: elementwise chain, row reduction, softmax, layer norm, RMS norm,
+# linear + activation. Each must come back correct; the elementwise chain and the norms faster
+# than eager PyTorch.
+BUILTIN = {"swish_chain": (SWISH / "reference.py", True),
+           "row_sum": (FIXTURES / "optimize/row_sum.py", False),
+           "softmax": (FIXTURES / "optimize/softmax.py", False),
+           "layer_norm": (FIXTURES / "optimize/layer_norm.py", False),
+           "rms_norm": (FIXTURES / "optimize/rms_norm.py", True),
+           "linear_relu": (FIXTURES / "optimize/linear_relu.py", False)}
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN))
+def test_builtin_cpu_problem(tmp_path: Path, name: str) -> None:
+    reference, must_be_faster = BUILTIN[name]
+    p, report = optimize(tmp_path, "--reference", str(reference), "--backend", "cpu", "--model",
+                         "builtin", "--iterations", "2", "--seed", "7", "--json", "--out",
+                         str(tmp_path / "out"), "--trials", "2", "--timing-budget", "1")
+    assert p.returncode == 0, p.stderr
+    assert report is not None
+    assert report["verdict"] == "correct", json.dumps(report["history"], indent=1)
+    assert report["model"] == "builtin" and report["cost_usd"] == 0
+    assert all(h["generator"] == "builtin" and h["params"].get("skill") for h in report["history"])
+    if must_be_faster:
+        assert report["speedup"] > 1.0, report["history"]
+
+
+def test_builtin_reports_unsupported_patterns(tmp_path: Path) -> None:
+    ref = tmp_path / "cumsum.py"
+    ref.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        return torch.cumsum(x, dim=1)\n\n"
+                   "def get_inputs():\n    return [torch.randn(8, 64)]\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    p, report = optimize(tmp_path, "--reference", str(ref), "--backend", "cpu", "--model",
+                         "builtin", "--json", "--out", str(tmp_path / "out"), *QUICK)
+    assert p.returncode == 0, p.stderr
+    assert report is not None
+    assert report["verdict"] == "unsupported" and report["stop_reason"] == "unsupported"
+    assert "cumsum" in report["history"][0]["error"]
+    assert report["best_candidate"] is None and report["speedup"] is None
+
+
+def test_ctrl_c_keeps_the_session_and_resume_continues(tmp_path: Path) -> None:
+    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    db = str(tmp_path / "db.sqlite")
+    args = [str(BINARY), "optimize", "--db", db, "--reference", str(SWISH / "reference.py"),
+            "--backend", "cpu", "--model", "builtin", "--iterations", "6", "--json", "--out",
+            str(tmp_path / "out"), *QUICK]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    assert proc.stderr is not None
+    seen = []
+    deadline = time.monotonic() + 300
+    for line in proc.stderr:  # wait for the first recorded attempt
+        seen.append(line)
+        if line.startswith("[1] ") or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["status"] == "interrupted"
+    done = report["attempts"]
+    assert 1 <= done < 6
+    p, resumed = optimize(tmp_path, "--resume", report["session"], "--iterations", str(done + 1),
+                          "--json")
+    assert p.returncode == 0, p.stderr
+    assert resumed is not None and resumed["session"] == report["session"]
+    assert [h["number"] for h in resumed["history"]] == list(range(1, done + 2))
+    rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM attempts WHERE session=?",
+                                       (report["session"],)).fetchone()
+    assert rows == (done + 1,)
