@@ -230,6 +230,23 @@ class Outcome:
             self.verdict = "rejected"
 
 
+def kernel_table(kernels: Any) -> list[dict[str, Any]]:
+    """The profiled forward's GPU kernels grouped by name: launches, device time and its share,
+    longest first (at most 10); what the critic reads."""
+    rows: dict[str, dict[str, Any]] = {}
+    for k in kernels if isinstance(kernels, list) else []:
+        if not isinstance(k, dict):
+            continue
+        name = str(k.get("name"))[:120]
+        row = rows.setdefault(name, {"name": name, "launches": 0, "us": 0.0})
+        row["launches"] += 1
+        row["us"] += float(k.get("us") or 0.0)
+    total = sum(r["us"] for r in rows.values()) or 1.0
+    for r in rows.values():
+        r["share"] = r["us"] / total
+    return sorted(rows.values(), key=lambda r: -r["us"])[:10]
+
+
 def resolve_device(backend: str, device: str | None) -> str:
     import torch
 
@@ -492,7 +509,13 @@ class Evaluation:
         names = sorted({str(o.get("name")) for o in compute})
         self.result["profile"] = {"torch_ops": names[:20],
                                   "kernels": sorted({str(k.get("name"))[:80] for k in
-                                                     prof.get("kernels", [])})[:20]}
+                                                     prof.get("kernels", [])})[:20],
+                                  "kernel_table": kernel_table(prof.get("kernels", [])),
+                                  "op_table": sorted(({"name": str(o.get("name")),
+                                                       "self_cpu_us": o.get("self_cpu_us"),
+                                                       "count": o.get("count")} for o in compute),
+                                                     key=lambda o: -(o["self_cpu_us"] or 0))[:10],
+                                  "forward_cpu_us": prof.get("forward_cpu_us")}
         if self.device.startswith("cuda"):
             kernels = [k for k in prof.get("kernels", []) if isinstance(k, dict)]
             custom = [k for k in kernels if not is_library_kernel(str(k.get("name", "")))]
