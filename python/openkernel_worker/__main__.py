@@ -14,6 +14,8 @@ from .protocol import clean_floats, private_stdio_channel
 
 
 def handle(req: dict[str, Any]) -> dict[str, Any]:
+    from .analyze import analyze
+    from .device_info import device_info
     from .evaluate import EnvironmentProblem, evaluate
     from .inspect_problem import inspect
     from .problem import BadInput
@@ -26,6 +28,12 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "result": inspect(str(req["reference"]),
                                                   {str(k): str(v) for k, v in
                                                    (req.get("overrides") or {}).items()})}
+        if op == "analyze":
+            return {"ok": True, "result": analyze(str(req["reference"]),
+                                                  {str(k): str(v) for k, v in
+                                                   (req.get("overrides") or {}).items()})}
+        if op == "device_info":
+            return {"ok": True, "result": device_info(str(req.get("device") or "cpu"))}
         if op == "ping":
             return {"ok": True, "result": {}}
         return {"ok": False, "error": {"kind": "bad_input", "message": f"unknown op {op!r}"}}
