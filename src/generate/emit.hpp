@@ -1,0 +1,120 @@
+// Shared code emission for the backends: literals, op expressions from the op table, broadcast
+// index arithmetic over static shapes, and Region, which turns a kernel group's values into
+// statements for one loop body. Backends (emit_cpu.cpp, emit_triton.cpp, emit_cuda.cpp) supply
+// the loads, references and declarations through Region::Hooks. Internal to ok_generate.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "generate/plan.hpp"
+#include "generate/skills.hpp"
+
+namespace ok::generate {
+
+// Thrown inside the emitters for impossible combinations; propose() reports it as an error.
+struct EmitError {
+  std::string message;
+};
+
+// lang: "cpp" (CPU and CUDA device code share the C++ spelling of literals), "cuda", "triton".
+std::string literal(double v, const std::string& lang);
+std::string render_op(const Skills& skills, const std::string& lang, const Node& n,
+                      const std::vector<std::string>& operands);
+
+// A coordinate covering dims [begin, end) of the context shape: the flat index of those dims.
+struct Coord {
+  std::string expr;
+  int begin = 0, end = 0;
+};
+// The flat index into a contiguous `leaf` broadcast against `ctx`, from the coordinates.
+// Integer division is `//` for Python (Triton), `/` otherwise.
+std::string leaf_index(const Shape& ctx, const Shape& leaf, const std::vector<Coord>& coords,
+                       bool python);
+// True when leaf, broadcast against ctx, is ctx itself (one element per element).
+bool is_full(const Shape& ctx, const Shape& leaf);
+
+class Region {
+ public:
+  struct Hooks {
+    // A leaf value read by a node whose output has shape ctx and class cls.
+    std::function<std::string(int value, const Shape& ctx, Cls cls)> load;
+    // A known per-row value, referenced from a value of class `use`.
+    std::function<std::string(int value, Cls use)> perrow_ref;
+    // Emits a declaration; returns how to refer to it from its own class.
+    std::function<void(int value, const std::string& expr, Cls cls)> decl;
+    // Optional: emits a reduction in place (single-tile kernels); marks it known.
+    std::function<void(int value)> reduce;
+  };
+  Region(const Graph& g, const KernelGroup& G, const Skills& skills, std::string lang,
+         std::map<int, bool>* perrow_known, Hooks hooks)
+      : g_(g),
+        G_(G),
+        skills_(skills),
+        lang_(std::move(lang)),
+        perrow_known_(perrow_known),
+        hooks_(std::move(hooks)) {}
+
+  // The expression of a group value as used from class `use`.
+  std::string get(int value, Cls use);
+  // Name of a value's variable (v<N> for kRow, p<N> for kPerRow).
+  static std::string var(int value, Cls c);
+
+ private:
+  std::string compute(int value);
+  const Graph& g_;
+  const KernelGroup& G_;
+  const Skills& skills_;
+  std::string lang_;
+  std::map<int, bool>* perrow_known_;
+  Hooks hooks_;
+  std::map<int, std::string> row_known_;
+};
+
+// How the backends address a group's tensors: the flat index of kRow and kPerRow values, and
+// optional coordinates over G.base (row groups: o | r | j; CPU pointwise: o | c).
+struct IndexSpace {
+  std::string lin_row = "i";
+  std::string lin_perrow = "o";
+  std::vector<Coord> row_coords;
+  std::vector<Coord> perrow_coords;
+};
+std::string index_of(const Graph& g, const KernelGroup& G, int leaf, const Shape& ctx, Cls cls,
+                     const IndexSpace& sp, bool python);
+// The standard row-group coordinates.
+IndexSpace row_space(const KernelGroup& G, const std::string& o, const std::string& r,
+                     const std::string& j, const std::string& lin_row,
+                     const std::string& lin_perrow);
+
+// What one backend emits for one kernel group.
+struct KernelCode {
+  std::string device;               // C++/CUDA functions, or Python (Triton) definitions
+  std::vector<std::string> launch;  // Python statements in forward, unindented
+};
+
+// Python variable holding a value in forward.
+std::string py_name(const Graph& g, int value);
+
+// The reduction identity and combine, by backend language.
+std::string reduce_identity(ReduceKind k, const std::string& lang);
+
+KernelCode emit_cpu(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
+                    const nlohmann::json& params);
+KernelCode emit_triton(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
+                       const nlohmann::json& params);
+KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
+                     const nlohmann::json& params);
+
+// Renders a kernel skill's template, throwing EmitError on failure.
+std::string render_skill(const Skills& skills, const std::string& backend,
+                         const std::string& pattern, const std::string& name,
+                         const nlohmann::json& context);
+
+// Small helpers for the emitters.
+std::string indent(const std::string& text, int spaces);
+int64_t next_pow2(int64_t v);
+
+}  // namespace ok::generate

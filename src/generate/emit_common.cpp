@@ -1,0 +1,244 @@
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "generate/emit.hpp"
+
+namespace ok::generate {
+
+std::string literal(double v, const std::string& lang) {
+  bool py = lang == "triton";
+  if (std::isinf(v)) {
+    if (py) return v > 0 ? "float(\"inf\")" : "float(\"-inf\")";
+    return v > 0 ? "INFINITY" : "(-INFINITY)";
+  }
+  if (std::isnan(v)) return py ? "float(\"nan\")" : "NAN";
+  std::string s = fmt::format("{:.9g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (!py) s += "f";
+  if (v < 0) s = "(" + s + ")";
+  return s;
+}
+
+std::string render_op(const Skills& skills, const std::string& lang, const Node& n,
+                      const std::vector<std::string>& operands) {
+  auto it = skills.ops.find(n.op);
+  if (it == skills.ops.end()) throw EmitError{fmt::format("op {} has no template", n.op)};
+  const OpTemplate& t = it->second;
+  if (static_cast<int>(operands.size()) != t.arity)
+    throw EmitError{fmt::format("op {} takes {} operands, got {}", n.op, t.arity, operands.size())};
+  nlohmann::json ctx = nlohmann::json::object();
+  static const char* kNames[] = {"a", "b", "c"};
+  for (size_t i = 0; i < operands.size(); ++i) ctx[kNames[i]] = operands[i];
+  for (const auto& [k, v] : t.defaults.items()) ctx[k] = literal(v.get<double>(), lang);
+  for (const auto& [k, v] : n.params.items())
+    if (v.is_number()) ctx[k] = literal(v.get<double>(), lang);
+  std::string key = lang == "triton" ? "triton" : lang == "cuda" ? "cuda" : "cpp";
+  auto r = render_template(t.expr.at(key), ctx);
+  if (!r) throw EmitError{fmt::format("op {}: {}", n.op, r.error().message)};
+  return "(" + *r + ")";
+}
+
+bool is_full(const Shape& ctx, const Shape& leaf) {
+  auto strip = [](const Shape& s) {
+    size_t k = 0;
+    while (k < s.size() && s[k] == 1) ++k;
+    return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+  };
+  return strip(ctx) == strip(leaf);
+}
+
+std::string leaf_index(const Shape& ctx, const Shape& leaf, const std::vector<Coord>& coords,
+                       bool python) {
+  const size_t n = ctx.size();
+  Shape t = leaf;
+  while (t.size() > n && t.front() == 1) t.erase(t.begin());
+  while (t.size() < n) t.insert(t.begin(), 1);
+  if (t.size() != n) throw EmitError{"a leaf has more dims than its context"};
+  // Contiguous strides of the leaf.
+  std::vector<int64_t> tst(n, 1);
+  for (int d = static_cast<int>(n) - 2; d >= 0; --d) tst[d] = tst[d + 1] * t[d + 1];
+  const char* div = python ? " // " : " / ";
+  std::vector<std::string> terms;
+  for (const auto& c : coords) {
+    // Dims of this coordinate with extent > 1, and their local strides.
+    std::vector<int> dims;
+    for (int d = c.begin; d < c.end; ++d)
+      if (ctx[d] != 1) dims.push_back(d);
+    std::vector<int64_t> lst(dims.size(), 1);
+    for (int k = static_cast<int>(dims.size()) - 2; k >= 0; --k)
+      lst[k] = lst[k + 1] * ctx[dims[k + 1]];
+    size_t k = 0;
+    while (k < dims.size()) {
+      if (t[dims[k]] == 1) {
+        ++k;
+        continue;
+      }
+      if (t[dims[k]] != ctx[dims[k]]) throw EmitError{"a leaf does not broadcast to its context"};
+      size_t q = k;
+      int64_t size = ctx[dims[k]];
+      while (q + 1 < dims.size() && t[dims[q + 1]] != 1) {
+        ++q;
+        size *= ctx[dims[q]];
+      }
+      std::string x = c.expr;
+      if (lst[q] != 1) x = fmt::format("({}{}{})", x, div, lst[q]);
+      if (k != 0) x = fmt::format("({} % {})", x, size);
+      if (tst[dims[q]] != 1) x = fmt::format("{} * {}", x, tst[dims[q]]);
+      terms.push_back(x);
+      k = q + 1;
+    }
+  }
+  if (terms.empty()) return "0";
+  std::string out;
+  for (size_t i = 0; i < terms.size(); ++i) out += (i ? " + " : "") + terms[i];
+  return terms.size() == 1 ? out : "(" + out + ")";
+}
+
+std::string Region::var(int value, Cls c) {
+  return fmt::format("{}{}", c == Cls::kRow ? "v" : "p", value);
+}
+
+std::string Region::get(int value, Cls use) {
+  Cls c = G_.cls.at(value);
+  if (c == Cls::kRow) {
+    auto it = row_known_.find(value);
+    if (it != row_known_.end()) return it->second;
+    std::string e = compute(value);
+    row_known_[value] = e;
+    return e;
+  }
+  if (!(*perrow_known_)[value]) {
+    const Node& n = g_.nodes[g_.values[value].producer];
+    if (n.kind == NodeKind::kReduce) {
+      if (!hooks_.reduce)
+        throw EmitError{fmt::format("reduction {} used before its pass", g_.values[value].name)};
+      hooks_.reduce(value);
+      (*perrow_known_)[value] = true;
+    } else {
+      compute(value);
+    }
+  }
+  return hooks_.perrow_ref(value, use);
+}
+
+std::string Region::compute(int value) {
+  const Node& n = g_.nodes[g_.values[value].producer];
+  Cls c = G_.cls.at(value);
+  const Shape& shape = g_.values[value].shape;
+  auto operand = [&](const Operand& a) {
+    if (a.is_scalar()) return literal(a.scalar, lang_);
+    if (G_.produces(a.value)) return get(a.value, c);
+    return hooks_.load(a.value, shape, c);
+  };
+  if (n.kind == NodeKind::kView) {
+    std::string e = operand(n.args[0]);
+    if (c == Cls::kPerRow) {
+      // Per-row views are aliases of a declared value: declare under the view's own name.
+      hooks_.decl(value, e, c);
+      (*perrow_known_)[value] = true;
+    }
+    return e;
+  }
+  if (n.kind != NodeKind::kElementwise)
+    throw EmitError{fmt::format("node {} cannot be computed inline", g_.values[value].name)};
+  std::vector<std::string> ops;
+  for (const auto& a : n.args) ops.push_back(operand(a));
+  std::string e = render_op(skills_, lang_, n, ops);
+  hooks_.decl(value, e, c);
+  if (c == Cls::kPerRow) {
+    (*perrow_known_)[value] = true;
+    return hooks_.perrow_ref(value, c);
+  }
+  return var(value, c);
+}
+
+std::string py_name(const Graph& g, int value) {
+  const Value& v = g.values[value];
+  if (v.kind == ValueKind::kInput) return v.name;
+  return fmt::format("_ok_v{}", value);
+}
+
+std::string reduce_identity(ReduceKind k, const std::string& lang) {
+  switch (k) {
+    case ReduceKind::kSum:
+      return literal(0.0, lang);
+    case ReduceKind::kProd:
+      return literal(1.0, lang);
+    case ReduceKind::kMax:
+      return literal(-INFINITY, lang);
+    case ReduceKind::kMin:
+      return literal(INFINITY, lang);
+    default:
+      throw EmitError{"no identity for an arg reduction"};
+  }
+}
+
+std::string render_skill(const Skills& skills, const std::string& backend,
+                         const std::string& pattern, const std::string& name,
+                         const nlohmann::json& context) {
+  const Skill* s = skills.find(backend, pattern);
+  if (!s) throw EmitError{fmt::format("no {} skill for {}", pattern, backend)};
+  auto it = s->templates.find(name);
+  if (it == s->templates.end())
+    throw EmitError{fmt::format("skill {} has no template {}", s->id, name)};
+  auto r = render_template(it->second, context);
+  if (!r) throw EmitError{fmt::format("skill {} template {}: {}", s->id, name, r.error().message)};
+  return *r;
+}
+
+std::string indent(const std::string& text, int spaces) {
+  std::string pad(static_cast<size_t>(spaces), ' ');
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    out += (line.empty() ? "" : pad + line) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+}  // namespace ok::generate
+
+namespace ok::generate {
+
+std::string index_of(const Graph& g, const KernelGroup& G, int leaf, const Shape& ctx, Cls cls,
+                     const IndexSpace& sp, bool python) {
+  const Shape& ls = g.values[leaf].shape;
+  const int rank = static_cast<int>(ctx.size());
+  if (cls == Cls::kRow) {
+    if (is_full(ctx, ls)) return sp.lin_row;
+    if (ctx == G.base && !sp.row_coords.empty()) return leaf_index(ctx, ls, sp.row_coords, python);
+    return leaf_index(ctx, ls, {Coord{sp.lin_row, 0, rank}}, python);
+  }
+  if (is_full(ctx, ls)) return sp.lin_perrow;
+  Shape keep = G.base;
+  for (int d = G.red_begin; d < G.red_end; ++d) keep[d] = 1;
+  if (G.row && ctx == keep && !sp.perrow_coords.empty())
+    return leaf_index(ctx, ls, sp.perrow_coords, python);
+  return leaf_index(ctx, ls, {Coord{sp.lin_perrow, 0, rank}}, python);
+}
+
+IndexSpace row_space(const KernelGroup& G, const std::string& o, const std::string& r,
+                     const std::string& j, const std::string& lin_row,
+                     const std::string& lin_perrow) {
+  IndexSpace sp;
+  sp.lin_row = lin_row;
+  sp.lin_perrow = lin_perrow;
+  const int n = static_cast<int>(G.base.size());
+  sp.row_coords = {Coord{o, 0, G.red_begin}, Coord{r, G.red_begin, G.red_end},
+                   Coord{j, G.red_end, n}};
+  sp.perrow_coords = {Coord{o, 0, G.red_begin}, Coord{j, G.red_end, n}};
+  return sp;
+}
+
+}  // namespace ok::generate

@@ -1,0 +1,275 @@
+// CPU backend: C++ compiled with openkernel_worker.native.compile_cpp, OpenMP + SIMD loops.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "generate/emit.hpp"
+
+namespace ok::generate {
+
+namespace {
+
+using nlohmann::json;
+
+struct Signature {
+  std::map<int, std::string> names;  // value -> in<k> / out<k>
+  std::string text;
+  std::vector<std::string> py_args;
+};
+
+Signature signature(const Graph& g, const KernelGroup& G) {
+  Signature s;
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < G.leaves.size(); ++k) {
+    s.names[G.leaves[k]] = fmt::format("in{}", k);
+    parts.push_back(fmt::format("const float* __restrict__ in{}", k));
+    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, G.leaves[k])));
+  }
+  for (size_t k = 0; k < G.outputs.size(); ++k) {
+    s.names[G.outputs[k]] = fmt::format("out{}", k);
+    parts.push_back(fmt::format("float* __restrict__ out{}", k));
+    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, G.outputs[k])));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) s.text += (i ? ", " : "") + parts[i];
+  return s;
+}
+
+std::string join_lines(const std::vector<std::string>& lines, int spaces) {
+  std::string out;
+  std::string pad(static_cast<size_t>(spaces), ' ');
+  for (const auto& l : lines) out += pad + l + "\n";
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+// The first dim k such that every broadcast leaf read in the base shape is constant or contiguous
+// over dims [k, n); n when there is none.
+int choose_split(const Graph& g, const KernelGroup& G) {
+  const int n = static_cast<int>(G.base.size());
+  std::vector<Shape> uses;
+  for (int ni : G.nodes) {
+    const Node& node = g.nodes[ni];
+    const Shape& ctx = g.values[node.out].shape;
+    for (const auto& a : node.args) {
+      if (a.is_scalar() || G.produces(a.value)) continue;
+      const Shape& ls = g.values[a.value].shape;
+      if (ctx != G.base || is_full(ctx, ls)) continue;
+      Shape t = ls;
+      while (static_cast<int>(t.size()) < n) t.insert(t.begin(), 1);
+      uses.push_back(t);
+    }
+  }
+  for (int k = 0; k <= n; ++k) {
+    bool ok = true;
+    for (const auto& t : uses) {
+      bool any_var = false, any_const = false;
+      for (int d = k; d < n; ++d) {
+        if (G.base[d] == 1) continue;
+        (t[d] == 1 ? any_const : any_var) = true;
+      }
+      if (any_var && any_const) ok = false;
+    }
+    if (ok) return k;
+  }
+  return n;
+}
+
+const char* omp_op(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::kSum:
+      return "+";
+    case ReduceKind::kProd:
+      return "*";
+    case ReduceKind::kMax:
+      return "max";
+    case ReduceKind::kMin:
+      return "min";
+    default:
+      throw EmitError{"no OpenMP reduction for an arg reduction"};
+  }
+}
+
+std::string accumulate(ReduceKind k, const std::string& acc, const std::string& e) {
+  switch (k) {
+    case ReduceKind::kSum:
+      return fmt::format("{} += {};", acc, e);
+    case ReduceKind::kProd:
+      return fmt::format("{} *= {};", acc, e);
+    case ReduceKind::kMax:
+      return fmt::format("{0} = ok_max({0}, {1});", acc, e);
+    case ReduceKind::kMin:
+      return fmt::format("{0} = ok_min({0}, {1});", acc, e);
+    default:
+      throw EmitError{"no accumulation for an arg reduction"};
+  }
+}
+
+KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& name,
+                     const Signature& sig, const Skills& skills, const json& params) {
+  const int n = static_cast<int>(G.base.size());
+  int k = choose_split(g, G);
+  bool flat = k == 0 || k == n;
+  IndexSpace sp;
+  sp.lin_row = "i";
+  if (flat)
+    sp.row_coords = {Coord{"i", 0, n}};
+  else
+    sp.row_coords = {Coord{"o", 0, k}, Coord{"c", k, n}};
+  std::vector<std::string> lines;
+  std::map<int, bool> perrow_known;
+  Region::Hooks h;
+  h.load = [&](int v, const Shape& ctx, Cls c) {
+    return fmt::format("{}[{}]", sig.names.at(v), index_of(g, G, v, ctx, c, sp, false));
+  };
+  h.decl = [&](int v, const std::string& e, Cls) {
+    lines.push_back(fmt::format("const float {} = {};", Region::var(v, Cls::kRow), e));
+  };
+  h.perrow_ref = [](int, Cls) -> std::string {
+    throw EmitError{"per-row value in a pointwise group"};
+  };
+  Region region(g, G, skills, "cpp", &perrow_known, h);
+  for (int v : G.outputs) {
+    std::string e = region.get(v, Cls::kRow);
+    lines.push_back(fmt::format("{}[i] = {};", sig.names.at(v), e));
+  }
+  json ctx = {{"name", name},
+              {"signature", sig.text},
+              {"schedule", params.value("schedule", "static")},
+              {"work", std::to_string(G.full)}};
+  if (flat) {
+    ctx["n"] = std::to_string(G.full);
+    ctx["body"] = join_lines(lines, 4);
+  } else {
+    int64_t cols = 1;
+    for (int d = k; d < n; ++d) cols *= G.base[d];
+    ctx["rows"] = std::to_string(G.full / cols);
+    ctx["cols"] = std::to_string(cols);
+    ctx["body"] = join_lines(lines, 6);
+  }
+  KernelCode out;
+  out.device = render_skill(skills, "cpu", "pointwise", flat ? "flat" : "rows", ctx);
+  return out;
+}
+
+KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, const Signature& sig,
+               const Skills& skills, const json& params) {
+  const bool two_d = G.inner > 1;
+  const std::string inner = std::to_string(G.inner);
+  IndexSpace sp = row_space(G, "o", "r", two_d ? "j" : "0", "i",
+                            two_d ? fmt::format("(o * {} + j)", inner) : "o");
+  std::map<int, bool> perrow_known;
+  auto pref = [&](int v) { return two_d ? fmt::format("p{}[jj]", v) : fmt::format("p{}", v); };
+  auto hooks = [&](std::vector<std::string>& lines) {
+    Region::Hooks h;
+    h.load = [&g, &G, &sig, &sp](int v, const Shape& ctx, Cls c) {
+      return fmt::format("{}[{}]", sig.names.at(v), index_of(g, G, v, ctx, c, sp, false));
+    };
+    h.decl = [&lines, two_d](int v, const std::string& e, Cls c) {
+      if (c == Cls::kRow)
+        lines.push_back(fmt::format("const float v{} = {};", v, e));
+      else if (two_d)
+        lines.push_back(fmt::format("p{}[jj] = {};", v, e));
+      else
+        lines.push_back(fmt::format("const float p{} = {};", v, e));
+    };
+    h.perrow_ref = [pref](int v, Cls) { return pref(v); };
+    return h;
+  };
+  auto perrow_nodes = [&](int level, std::vector<std::string>& lines) {
+    Region region(g, G, skills, "cpp", &perrow_known, hooks(lines));
+    for (int ni : G.nodes) {
+      const Node& n = g.nodes[ni];
+      if (n.kind == NodeKind::kReduce || G.cls.at(n.out) != Cls::kPerRow) continue;
+      if (G.plevel.at(n.out) == level) region.get(n.out, Cls::kPerRow);
+    }
+  };
+  std::vector<std::string> arrays, prologue;
+  if (two_d)
+    for (const auto& [v, c] : G.cls)
+      if (c == Cls::kPerRow) arrays.push_back(fmt::format("float p{}[TJ];", v));
+  perrow_nodes(-1, prologue);
+  json passes = json::array();
+  for (int k = 0; k < G.passes; ++k) {
+    std::vector<std::string> init, body, epilogue;
+    std::string clauses;
+    Region region(g, G, skills, "cpp", &perrow_known, hooks(body));
+    for (int ni : G.nodes) {
+      const Node& n = g.nodes[ni];
+      if (n.kind != NodeKind::kReduce || G.level.at(n.out) != k) continue;
+      int x = n.args[0].value;
+      std::string e =
+          G.produces(x) ? region.get(x, Cls::kRow) : fmt::format("{}[i]", sig.names.at(x));
+      std::string ident = reduce_identity(n.reduce, "cpp");
+      if (two_d) {
+        init.push_back(fmt::format("p{}[jj] = {};", n.out, ident));
+      } else {
+        init.push_back(fmt::format("float p{} = {};", n.out, ident));
+        clauses += fmt::format(" reduction({}:p{})", omp_op(n.reduce), n.out);
+      }
+      body.push_back(accumulate(n.reduce, pref(n.out), e));
+    }
+    for (int ni : G.nodes)
+      if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)
+        perrow_known[g.nodes[ni].out] = true;
+    perrow_nodes(k, epilogue);
+    passes.push_back({{"init", join_lines(init, two_d ? 6 : 4)},
+                      {"clauses", clauses},
+                      {"body", join_lines(body, two_d ? 8 : 6)},
+                      {"epilogue", join_lines(epilogue, two_d ? 6 : 4)}});
+  }
+  json final_pass = json::array();
+  std::vector<std::string> fbody, stores;
+  {
+    Region region(g, G, skills, "cpp", &perrow_known, hooks(fbody));
+    for (int v : G.outputs) {
+      if (G.cls.at(v) == Cls::kRow) {
+        std::string e = region.get(v, Cls::kRow);
+        fbody.push_back(fmt::format("{}[i] = {};", sig.names.at(v), e));
+      }
+    }
+  }
+  if (!fbody.empty()) final_pass.push_back({{"body", join_lines(fbody, two_d ? 8 : 6)}});
+  {
+    std::vector<std::string> pre;
+    Region region(g, G, skills, "cpp", &perrow_known, hooks(pre));
+    for (int v : G.outputs) {
+      if (G.cls.at(v) != Cls::kPerRow) continue;
+      std::string e = region.get(v, Cls::kPerRow);
+      stores.push_back(fmt::format("{}[{}] = {};", sig.names.at(v), sp.lin_perrow, e));
+    }
+    if (!pre.empty()) throw EmitError{"a per-row output was not computed before the stores"};
+  }
+  json ctx = {{"name", name},
+              {"signature", sig.text},
+              {"schedule", params.value("schedule", "static")},
+              {"work", std::to_string(G.full)},
+              {"outer", std::to_string(G.outer)},
+              {"red", std::to_string(G.red)},
+              {"inner", inner},
+              {"tile", std::to_string(params.value("tile", 64))},
+              {"arrays", join_lines(arrays, 4)},
+              {"prologue", join_lines(prologue, two_d ? 6 : 4)},
+              {"passes", passes},
+              {"final", final_pass},
+              {"stores", join_lines(stores, two_d ? 6 : 4)}};
+  KernelCode out;
+  out.device = render_skill(skills, "cpu", "row", two_d ? "row2d" : "row1d", ctx);
+  return out;
+}
+
+}  // namespace
+
+KernelCode emit_cpu(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
+                    const json& params) {
+  std::string name = fmt::format("ok_kernel_{}", index);
+  Signature sig = signature(g, G);
+  KernelCode code =
+      G.row ? row(g, G, name, sig, skills, params.value("row", json::object()))
+            : pointwise(g, G, name, sig, skills, params.value("pointwise", json::object()));
+  std::string args;
+  for (size_t i = 0; i < sig.py_args.size(); ++i) args += (i ? ", " : "") + sig.py_args[i];
+  code.launch.push_back(fmt::format("_ok_lib.{}({})", name, args));
+  return code;
+}
+
+}  // namespace ok::generate

@@ -1,0 +1,383 @@
+#include "generate/generate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+
+#include "generate/emit.hpp"
+#include "generate/graph.hpp"
+#include "generate/plan.hpp"
+#include "generate/skills.hpp"
+
+namespace ok::generate {
+
+namespace {
+
+using nlohmann::json;
+
+// What the priors look at.
+struct Features {
+  int64_t full = 0;   // largest element count of a pointwise group
+  int64_t red = 0;    // largest reduced length of a row group
+  int64_t inner = 1;  // inner extent of that row group
+  int64_t outer = 1;
+  bool transcendental = false;
+};
+
+// Every combination of a skill's parameter axes, in axis order.
+std::vector<json> product(const json& axes) {
+  std::vector<json> out{json::object()};
+  for (const auto& [name, values] : axes.items()) {
+    std::vector<json> next;
+    for (const auto& partial : out)
+      for (const auto& v : values) {
+        json p = partial;
+        p[name] = v;
+        next.push_back(std::move(p));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+int axis_rank(const json& axes, const json& p) {
+  int rank = 0;
+  for (const auto& [name, values] : axes.items())
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] == p[name]) rank += static_cast<int>(i);
+  return rank;
+}
+
+// Drops points that cannot apply to these shapes; adjusts the prior of the rest (lower = better).
+bool admissible(const Skill& s, json& p, const Features& f, double& score) {
+  score = axis_rank(s.params, p);
+  if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
+  if (s.id == "cpu-row") {
+    if (f.inner == 1 && p["tile"] != s.params["tile"][0]) return false;  // tile is for inner > 1
+    if (f.inner > 1)
+      score += std::abs(std::log2(static_cast<double>(p["tile"].get<int>())) -
+                        std::log2(static_cast<double>(std::min<int64_t>(f.inner, 256))));
+  }
+  if (s.id == "triton-pointwise") {
+    int64_t block = p["BLOCK"].get<int64_t>();
+    if (block > next_pow2(f.full) && block != s.params["BLOCK"][0].get<int64_t>()) return false;
+    if (f.full < (1 << 20)) score += block / 1024.0;  // small tensors: more programs
+    double ideal = std::clamp(static_cast<double>(block) / 256.0, 2.0, 8.0);
+    score += std::fabs(std::log2(p["num_warps"].get<double>()) - std::log2(ideal));
+  }
+  if (s.id == "triton-row") {
+    std::string mode = p["mode"].get<std::string>();
+    int64_t br = p["BLOCK_R"].get<int64_t>();
+    int64_t bj = p["BLOCK_J"].get<int64_t>();
+    if (f.inner == 1) {
+      if (bj != 1) return false;
+      if (mode == "tile") {
+        if (next_pow2(f.red) > 16384 || br != 0) return false;
+      } else if (br == 0 || br > next_pow2(f.red)) {
+        return false;
+      }
+    } else {
+      if (bj == 1) return false;
+      if (mode == "tile") {
+        if (br != 0 || next_pow2(f.red) * bj > 8192) return false;
+      } else if (br == 0 || br > next_pow2(f.red)) {
+        return false;
+      }
+      if (bj > next_pow2(f.inner)) return false;
+    }
+    if (mode == "loop" && f.inner == 1 && br < 256) return false;
+    if (mode == "loop" && f.inner > 1 && (br > 64 || br * bj > 8192)) return false;
+    // About 8-16 elements per thread in a block.
+    int64_t elems = (mode == "tile" ? next_pow2(f.red) : br) * bj;
+    double ideal = std::clamp(static_cast<double>(elems) / 512.0, 2.0, 16.0);
+    score += 2 * std::fabs(std::log2(p["num_warps"].get<double>()) - std::log2(ideal));
+    if (mode == "tile") {
+      score -= 4;
+      p["BLOCK_R"] = next_pow2(f.red);  // shown as used
+    }
+  }
+  if (s.id == "cuda-pointwise") {
+    if (p["vec"].get<int>() == 4 && f.full % 4 != 0) return false;
+  }
+  if (s.id == "cuda-row") {
+    int tj = p["TJ"].get<int>();
+    int tr = p["TR"].get<int>();
+    int vec = p["vec"].get<int>();
+    if (f.inner == 1 && tj != 1) return false;
+    if (f.inner > 1 && (tj == 1 || vec != 1)) return false;
+    if (f.inner > 1 && tj > next_pow2(f.inner) && tj != 32) return false;
+    if (vec == 4 && f.red % 4 != 0) return false;
+    if (tj == 1 && tr < 32) return false;
+    if (tj * tr > 1024) return false;
+    if (f.inner == 1 && tr * vec > next_pow2(f.red) && tr > 32) return false;
+    if (f.inner > 1) {
+      // Enough rows of threads for long reductions, few for short ones.
+      double ideal_tr = std::clamp(static_cast<double>(f.red) / 64.0, 1.0, 32.0);
+      score += std::fabs(std::log2(static_cast<double>(tr)) - std::log2(ideal_tr));
+    }
+  }
+  return true;
+}
+
+std::vector<json> space(const Skill& s, const Features& f, uint64_t seed) {
+  std::vector<std::pair<double, json>> scored;
+  for (auto& p : product(s.params)) {
+    double score = 0;
+    if (admissible(s, p, f, score)) scored.emplace_back(score, std::move(p));
+  }
+  auto tie = [seed](const json& p) {
+    return std::hash<std::string>{}(p.dump()) ^ (seed * 0x9E3779B97F4A7C15ull);
+  };
+  std::stable_sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return seed != 0 && tie(a.second) < tie(b.second);
+  });
+  std::vector<json> out;
+  for (auto& [score, p] : scored) out.push_back(std::move(p));
+  return out;
+}
+
+bool identifier_path(const std::string& path) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('.', start);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(start, end - start);
+    if (part.empty() || std::isdigit(static_cast<unsigned char>(part[0]))) return false;
+    for (char c : part)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+std::string shape_tuple(const Shape& s) {
+  return shape_str(s);
+}
+
+std::string py_operand(const Graph& g, const Operand& o) {
+  if (o.value == -2) return "None";
+  if (o.is_scalar()) return literal(o.scalar, "triton");
+  return py_name(g, o.value);
+}
+
+struct Assembled {
+  std::string device;  // all kernels
+  std::vector<std::string> forward;
+};
+
+std::string header(const std::string& pattern, const std::string& skill, const json& params,
+                   const std::string& description) {
+  return fmt::format(
+      "# Generated by OpenKernel's builtin generator (templates, no LLM).\n"
+      "# pattern: {}\n# skill: {}\n# params: {}\n# {}\n",
+      pattern, skill, params.dump(), description);
+}
+
+std::string assemble(const Graph& g, const Plan& plan, const std::string& backend,
+                     const std::string& reference, const Skills& skills, const json& kparams,
+                     const std::string& head) {
+  std::vector<std::string> fwd;
+  std::string device;
+  // Inputs and attrs: contiguous, named once.
+  std::vector<std::string> args;
+  for (int v : g.inputs) {
+    args.push_back(g.values[v].name);
+    fwd.push_back(fmt::format("{0} = {0}.contiguous()", g.values[v].name));
+  }
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    if (val.kind != ValueKind::kAttr) continue;
+    std::string access = identifier_path(val.name)
+                             ? "self." + val.name
+                             : fmt::format("_ok_attr(self, \"{}\")", val.name);
+    fwd.push_back(fmt::format("{} = {}.contiguous()", py_name(g, static_cast<int>(v)), access));
+  }
+  for (const auto& step : plan.steps) {
+    if (step.kind == StepKind::kVendor) {
+      const Node& n = g.nodes[step.node];
+      std::vector<std::string> a;
+      for (const auto& o : n.args) a.push_back(py_operand(g, o));
+      std::string call;
+      std::string joined;
+      for (size_t i = 0; i < a.size(); ++i) joined += (i ? ", " : "") + a[i];
+      if (n.op == "module") {
+        std::string target = n.params["target"].get<std::string>();
+        call = identifier_path(target) ? fmt::format("self.{}({})", target, joined)
+                                       : fmt::format("_ok_attr(self, \"{}\")({})", target, joined);
+      } else if (n.op == "linear") {
+        call = fmt::format("_ok_torch.nn.functional.linear({})", joined);
+      } else {
+        call = fmt::format("_ok_torch.{}({})", n.op, joined);
+      }
+      fwd.push_back(fmt::format("{} = {}.contiguous()", py_name(g, n.out), call));
+    } else if (step.kind == StepKind::kView) {
+      const Node& n = g.nodes[step.node];
+      fwd.push_back(fmt::format("{} = {}.reshape({})", py_name(g, n.out),
+                                py_name(g, n.args[0].value), shape_tuple(g.values[n.out].shape)));
+    } else {
+      const KernelGroup& G = plan.groups[step.group];
+      std::string dev = py_name(g, G.leaves.front()) + ".device";
+      for (int v : G.outputs)
+        fwd.push_back(fmt::format("{} = _ok_torch.empty({}, device={}, dtype=_ok_torch.float32)",
+                                  py_name(g, v), shape_tuple(g.values[v].shape), dev));
+      KernelCode code = backend == "cpu"      ? emit_cpu(g, G, step.group, skills, kparams)
+                        : backend == "triton" ? emit_triton(g, G, step.group, skills, kparams)
+                                              : emit_cuda(g, G, step.group, skills, kparams);
+      device += code.device + "\n";
+      for (auto& l : code.launch) fwd.push_back(std::move(l));
+    }
+  }
+  fwd.push_back("return " + py_name(g, g.output));
+
+  std::string out = head + "\n" + reference;
+  if (!out.empty() && out.back() != '\n') out += "\n";
+  out += "\n\n# ---- OpenKernel builtin kernels ----\nimport torch as _ok_torch\n";
+  out += "import functools as _ok_functools\n";
+  if (backend == "cpu") {
+    bool fast = kparams.value("fast_math", false);
+    out +=
+        "from openkernel_worker.native import DEFAULT_FLAGS as _OK_FLAGS, compile_cpp as "
+        "_ok_compile_cpp, ptr as _ok_ptr\n\n";
+    out += "_OK_SOURCE = r\"\"\"\n" +
+           render_skill(skills, "cpu", "pointwise", "prelude", json::object()) + "\n" + device +
+           "\"\"\"\n";
+    out += fmt::format(
+        "_ok_lib = _ok_compile_cpp(_OK_SOURCE, flags=_OK_FLAGS{}, name=\"ok_builtin\")\n",
+        fast ? " + (\"-ffast-math\",)" : " + (\"-fno-math-errno\",)");
+  } else if (backend == "cuda") {
+    bool fast = kparams.value("fast_math", false);
+    out += "import ctypes as _ok_ctypes\n";
+    out +=
+        "from openkernel_worker.native import DEFAULT_CUDA_FLAGS as _OK_FLAGS, compile_cuda as "
+        "_ok_compile_cuda, ptr as _ok_ptr, stream as _ok_stream\n\n";
+    out += "_OK_SOURCE = r\"\"\"\n" +
+           render_skill(skills, "cuda", "pointwise", "prelude", json::object()) + "\n" + device +
+           "\"\"\"\n";
+    out += fmt::format(
+        "_ok_lib = _ok_compile_cuda(_OK_SOURCE, flags=_OK_FLAGS{}, name=\"ok_builtin\")\n\n",
+        fast ? " + (\"--use_fast_math\",)" : "");
+    out +=
+        "\ndef _ok_check(err):\n    if err != 0:\n        raise RuntimeError(f\"CUDA error {err} "
+        "in a generated kernel\")\n";
+  } else {
+    out += "import triton\nimport triton.language as tl\n";
+    out +=
+        "try:\n    from triton.language.extra import libdevice\nexcept ImportError:  # older "
+        "triton\n"
+        "    from triton.language.extra.cuda import libdevice\n\n";
+    out += render_skill(skills, "triton", "pointwise", "prelude", json::object()) + "\n\n";
+    out += device;
+  }
+  out +=
+      "\n\ndef _ok_attr(module, path):\n    return _ok_functools.reduce(getattr, "
+      "path.split(\".\"), module)\n";
+  out += "\n\nclass ModelNew(Model):\n";
+  std::string sig;
+  for (const auto& a : args) sig += ", " + a;
+  out += fmt::format("    def forward(self{}):\n", sig);
+  for (const auto& l : fwd) out += "        " + l + "\n";
+  return out;
+}
+
+}  // namespace
+
+util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& backend,
+                               const std::string& reference_source,
+                               const std::filesystem::path& skills_dir, uint64_t seed,
+                               int max_candidates) {
+  if (backend != "cpu" && backend != "triton" && backend != "cuda")
+    return util::fail(util::ErrorKind::kUsage,
+                      fmt::format("unknown backend {} (cpu, triton or cuda)", backend));
+  auto skills = load_skills(skills_dir);
+  if (!skills) return std::unexpected(skills.error());
+  auto lowered = lower(graph, *skills);
+  if (!lowered) return std::unexpected(lowered.error());
+  Proposal out;
+  if (!lowered->unsupported.empty()) {
+    out.reason = lowered->unsupported;
+    return out;
+  }
+  const Graph& g = lowered->graph;
+  Planned planned = make_plan(g, *skills);
+  if (!planned.unsupported.empty()) {
+    out.reason = planned.unsupported;
+    return out;
+  }
+  const Plan& plan = planned.plan;
+  out.pattern = plan.pattern;
+
+  Features pf, rf;
+  bool any_pointwise = false, any_row = false;
+  for (const auto& G : plan.groups) {
+    if (G.row) {
+      any_row = true;
+      if (G.red * G.outer * G.inner >= rf.red * rf.outer * rf.inner) {
+        rf.red = G.red;
+        rf.inner = G.inner;
+        rf.outer = G.outer;
+      }
+      rf.transcendental |= G.has_transcendental;
+    } else {
+      any_pointwise = true;
+      pf.full = std::max(pf.full, G.full);
+      pf.transcendental |= G.has_transcendental;
+    }
+  }
+  const Skill* ps = any_pointwise ? skills->find(backend, "pointwise") : nullptr;
+  const Skill* rs = any_row ? skills->find(backend, "row") : nullptr;
+  if ((any_pointwise && !ps) || (any_row && !rs)) {
+    out.reason = fmt::format("no {} skill for the {} backend in {}",
+                             any_row && !rs ? "row" : "pointwise", backend, skills_dir.string());
+    return out;
+  }
+  std::vector<json> pspace = ps ? space(*ps, pf, seed) : std::vector<json>{json::object()};
+  std::vector<json> rspace = rs ? space(*rs, rf, seed) : std::vector<json>{json::object()};
+  // Combinations by increasing rank sum: the best of each first.
+  std::vector<std::pair<size_t, size_t>> combos;
+  for (size_t s = 0; s < pspace.size() + rspace.size(); ++s)
+    for (size_t i = 0; i <= s && i < pspace.size(); ++i)
+      if (s - i < rspace.size()) combos.emplace_back(i, s - i);
+  std::string skill_id;
+  if (ps) skill_id = ps->id;
+  if (rs) skill_id += (skill_id.empty() ? "" : "+") + rs->id;
+  for (const auto& [pi, ri] : combos) {
+    if (max_candidates > 0 && static_cast<int>(out.candidates.size()) >= max_candidates) break;
+    json kparams = {{"pointwise", pspace[pi]}, {"row", rspace[ri]}};
+    bool fast = pspace[pi].value("fast_math", false) || rspace[ri].value("fast_math", false);
+    kparams["fast_math"] = fast;
+    json shown = json::object();
+    if (ps) shown[ps->id] = pspace[pi];
+    if (rs) shown[rs->id] = rspace[ri];
+    GeneratedCandidate c;
+    c.pattern = plan.pattern;
+    c.skill = skill_id;
+    c.params = shown;
+    std::string desc = fmt::format("{} on {}: ", plan.pattern, backend);
+    int k = 0;
+    for (const auto& G : plan.groups) {
+      desc += (k++ ? "; " : "") +
+              (G.row ? fmt::format("{} over [{}, {}, {}]", G.pattern, G.outer, G.red, G.inner)
+                     : fmt::format("pointwise over {} elements", G.full));
+    }
+    c.description = desc;
+    try {
+      c.source = assemble(g, plan, backend, reference_source, *skills, kparams,
+                          header(plan.pattern, skill_id, shown, desc));
+    } catch (const EmitError& e) {
+      return util::fail(util::ErrorKind::kInternal, "builtin generator: " + e.message);
+    }
+    out.candidates.push_back(std::move(c));
+  }
+  if (out.candidates.empty()) {
+    out.reason = "no point of the parameter space applies to these shapes";
+    return out;
+  }
+  out.supported = true;
+  return out;
+}
+
+}  // namespace ok::generate

@@ -1,0 +1,69 @@
+// The primitive graph the generator plans on: the IR (docs/graph-ir.md) with every compound op
+// (softmax, log_softmax, layer_norm, mean, var, std, norm, clamp, pow with integer exponents...)
+// rewritten into four node kinds: elementwise ops named after the op table, reductions (sum, max,
+// min, prod, argmax, argmin over contiguous dims), vendor ops kept as PyTorch calls, and views.
+// Plain values; built by lower(), read-only afterwards.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "generate/skills.hpp"
+#include "util/error.hpp"
+
+namespace ok::generate {
+
+using Shape = std::vector<int64_t>;
+int64_t numel(const Shape& s);
+std::string shape_str(const Shape& s);
+
+struct Operand {
+  int value = -1;  // index into Graph::values, or -1 for a scalar
+  double scalar = 0;
+  bool is_scalar() const { return value < 0; }
+};
+
+enum class ValueKind { kInput, kAttr, kNode };
+
+struct Value {
+  ValueKind kind = ValueKind::kNode;
+  std::string name;  // input name, attr path, or IR node name
+  Shape shape;
+  std::string dtype = "float32";
+  int producer = -1;  // node index for kNode
+};
+
+enum class NodeKind { kElementwise, kReduce, kVendor, kView };
+enum class ReduceKind { kSum, kMax, kMin, kProd, kArgmax, kArgmin };
+const char* reduce_name(ReduceKind k);
+
+struct Node {
+  NodeKind kind = NodeKind::kElementwise;
+  std::string op;  // elementwise: op table key; vendor: module|linear|matmul|mm|bmm; view: reshape
+  std::vector<Operand> args;
+  nlohmann::json params = nlohmann::json::object();  // elementwise scalars; vendor: target
+  ReduceKind reduce = ReduceKind::kSum;
+  std::vector<int> dims;  // reduce: sorted, contiguous, non-negative dims of args[0]'s shape
+  int out = -1;
+  std::string origin;  // the IR op this came from (softmax, layer_norm, relu...)
+};
+
+struct Graph {
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;  // forward's tensor arguments, in order
+  int output = -1;
+};
+
+// Either a graph or the reason it cannot be lowered (an unknown op, a dtype, a shape).
+struct Lowered {
+  Graph graph;
+  std::string unsupported;  // empty when supported
+};
+
+// Malformed IR is an error; an unsupported but well-formed graph is a Lowered with a reason.
+util::Result<Lowered> lower(const nlohmann::json& ir, const Skills& skills);
+
+}  // namespace ok::generate

@@ -1,0 +1,265 @@
+#include "generate/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace ok::generate {
+
+namespace {
+
+Shape strip_leading_ones(const Shape& s) {
+  size_t k = 0;
+  while (k < s.size() && s[k] == 1) ++k;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+}
+
+// s padded with leading ones to `rank` (s must not be longer than rank unless its extra dims are
+// 1).
+Shape pad_to(const Shape& s, size_t rank) {
+  Shape t = s;
+  while (t.size() > rank && t.front() == 1) t.erase(t.begin());
+  while (t.size() < rank) t.insert(t.begin(), 1);
+  return t;
+}
+
+struct View {
+  int64_t outer = 1, red = 1, inner = 1;
+  int begin = 0, end = 0;
+};
+
+View view_of(const Shape& s, const std::vector<int>& dims) {
+  View v;
+  v.begin = dims.front();
+  v.end = dims.back() + 1;
+  for (int d = 0; d < static_cast<int>(s.size()); ++d) {
+    if (d < v.begin)
+      v.outer *= s[d];
+    else if (d < v.end)
+      v.red *= s[d];
+    else
+      v.inner *= s[d];
+  }
+  return v;
+}
+
+class Planner {
+ public:
+  Planner(const Graph& g, const Skills& skills) : g_(g), skills_(skills) {}
+
+  Planned run() {
+    for (int ni = 0; ni < static_cast<int>(g_.nodes.size()); ++ni) {
+      const Node& n = g_.nodes[ni];
+      if (n.kind == NodeKind::kVendor) {
+        close();
+        plan_.steps.push_back(Step{StepKind::kVendor, ni, -1});
+        continue;
+      }
+      if (n.kind == NodeKind::kView && !(open_ && cur_.produces(n.args[0].value))) {
+        plan_.steps.push_back(Step{StepKind::kView, ni, -1});
+        continue;
+      }
+      if (open_ && try_add(cur_, ni)) continue;
+      close();
+      cur_ = KernelGroup{};
+      open_ = true;
+      if (!try_add(cur_, ni)) return fail(ni);
+    }
+    close();
+    finish();
+    return Planned{std::move(plan_), reason_};
+  }
+
+ private:
+  Planned fail(int ni) {
+    const Node& n = g_.nodes[ni];
+    return Planned{
+        {},
+        reason_.empty()
+            ? fmt::format("node {} ({} from {}, shape {}) does not fit a kernel group",
+                          g_.values[n.out].name, n.op, n.origin, shape_str(g_.values[n.out].shape))
+            : reason_};
+  }
+
+  void close() {
+    if (!open_) return;
+    open_ = false;
+    if (cur_.nodes.empty()) return;
+    plan_.groups.push_back(std::move(cur_));
+    plan_.steps.push_back(Step{StepKind::kKernel, -1, static_cast<int>(plan_.groups.size()) - 1});
+  }
+
+  // Adds node ni to G when it fits; G is unchanged otherwise.
+  bool try_add(KernelGroup& G, int ni) {
+    const Node& n = g_.nodes[ni];
+    const Value& out = g_.values[n.out];
+    if (n.kind == NodeKind::kReduce) {
+      if (n.reduce == ReduceKind::kArgmax || n.reduce == ReduceKind::kArgmin) {
+        reason_ = fmt::format("node {}: {} reductions are not generated yet", out.name, n.op);
+        return false;
+      }
+      const Operand& x = n.args[0];
+      const Shape& xs = g_.values[x.value].shape;
+      View v = view_of(xs, n.dims);
+      bool inside = G.produces(x.value);
+      if (inside && G.cls[x.value] != Cls::kRow) return false;
+      if (G.nodes.empty()) {
+        G.full = numel(xs);
+      } else if (numel(xs) != G.full) {
+        return false;
+      }
+      if (G.row) {
+        if (v.outer != G.outer || v.red != G.red || v.inner != G.inner) return false;
+      } else {
+        G.row = true;
+        G.base = xs;
+        G.outer = v.outer;
+        G.red = v.red;
+        G.inner = v.inner;
+        G.red_begin = v.begin;
+        G.red_end = v.end;
+      }
+      add(G, ni, Cls::kPerRow);
+      return true;
+    }
+    if (n.kind == NodeKind::kView) {
+      add(G, ni, G.cls[n.args[0].value]);
+      return true;
+    }
+    // Elementwise.
+    int64_t m = numel(out.shape);
+    if (G.nodes.empty()) {
+      G.full = m;
+      G.base = out.shape;
+      add(G, ni, Cls::kRow);
+      return true;
+    }
+    bool any_row = false, any_perrow = false;
+    for (const auto& a : n.args) {
+      if (a.is_scalar() || !G.produces(a.value)) continue;
+      (G.cls[a.value] == Cls::kRow ? any_row : any_perrow) = true;
+    }
+    if (m == G.full && (!G.row || G.red != 1 || any_row || !any_perrow)) {
+      if (any_perrow) {
+        // A per-row value broadcast back over its row: must line up with the reduced view.
+        if (!G.row || strip_leading_ones(out.shape) != strip_leading_ones(G.base)) return false;
+        Shape keep = G.base;
+        for (int d = G.red_begin; d < G.red_end; ++d) keep[d] = 1;
+        for (const auto& a : n.args) {
+          if (a.is_scalar() || !G.produces(a.value) || G.cls[a.value] != Cls::kPerRow) continue;
+          if (pad_to(g_.values[a.value].shape, G.base.size()) != keep) return false;
+        }
+      }
+      add(G, ni, Cls::kRow);
+      return true;
+    }
+    if (G.row && m == G.outer * G.inner && !any_row) {
+      add(G, ni, Cls::kPerRow);
+      return true;
+    }
+    return false;
+  }
+
+  void add(KernelGroup& G, int ni, Cls c) {
+    const Node& n = g_.nodes[ni];
+    G.nodes.push_back(ni);
+    G.cls[n.out] = c;
+    for (const auto& a : n.args) {
+      if (a.value < 0 || G.produces(a.value)) continue;
+      if (std::find(G.leaves.begin(), G.leaves.end(), a.value) == G.leaves.end())
+        G.leaves.push_back(a.value);
+    }
+    if (n.kind == NodeKind::kElementwise) {
+      auto it = skills_.ops.find(n.op);
+      if (it != skills_.ops.end() && it->second.transcendental) G.has_transcendental = true;
+    }
+  }
+
+  // Outputs, levels and patterns, once every group is known.
+  void finish() {
+    std::set<int> used_outside;
+    std::vector<int> group_of(g_.values.size(), -1);
+    for (int gi = 0; gi < static_cast<int>(plan_.groups.size()); ++gi)
+      for (const auto& [v, c] : plan_.groups[gi].cls) group_of[v] = gi;
+    for (const auto& n : g_.nodes) {
+      int gi = group_of[n.out];
+      for (const auto& a : n.args)
+        if (a.value >= 0 && group_of[a.value] >= 0 && group_of[a.value] != gi)
+          used_outside.insert(a.value);
+    }
+    if (g_.output >= 0 && group_of[g_.output] >= 0) used_outside.insert(g_.output);
+    for (auto& G : plan_.groups) {
+      for (int ni : G.nodes)
+        if (used_outside.contains(g_.nodes[ni].out)) G.outputs.push_back(g_.nodes[ni].out);
+      levels(G);
+      G.pattern = pattern_of(G);
+    }
+    std::vector<std::string> parts;
+    for (const auto& s : plan_.steps) {
+      std::string p = s.kind == StepKind::kVendor   ? "vendor"
+                      : s.kind == StepKind::kKernel ? plan_.groups[s.group].pattern
+                                                    : "";
+      if (p.empty() || (!parts.empty() && parts.back() == p)) continue;
+      parts.push_back(p);
+    }
+    if (parts.empty()) parts.push_back("view");
+    for (size_t i = 0; i < parts.size(); ++i) plan_.pattern += (i ? "+" : "") + parts[i];
+  }
+
+  void levels(KernelGroup& G) {
+    // need[v]: the highest per-row level a kRow value depends on (-1: none).
+    std::map<int, int> need;
+    for (int ni : G.nodes) {
+      const Node& n = g_.nodes[ni];
+      int lvl = -1;
+      for (const auto& a : n.args) {
+        if (a.value < 0 || !G.produces(a.value)) continue;
+        lvl = std::max(lvl, G.cls[a.value] == Cls::kRow ? need[a.value] : G.plevel[a.value]);
+      }
+      if (n.kind == NodeKind::kReduce) {
+        G.level[n.out] = lvl + 1;
+        G.plevel[n.out] = lvl + 1;
+        G.passes = std::max(G.passes, lvl + 2);
+      } else if (G.cls[n.out] == Cls::kPerRow) {
+        G.plevel[n.out] = lvl;
+      } else {
+        need[n.out] = lvl;
+      }
+    }
+  }
+
+  std::string pattern_of(const KernelGroup& G) {
+    if (!G.row) return "pointwise";
+    static const std::set<std::string> kRowOps = {"softmax", "log_softmax", "layer_norm", "sum",
+                                                  "mean",    "amax",        "amin",       "prod",
+                                                  "var",     "std",         "norm"};
+    std::vector<std::string> ops;
+    for (int ni : G.nodes) {
+      const std::string& o = g_.nodes[ni].origin;
+      if (kRowOps.contains(o) && std::find(ops.begin(), ops.end(), o) == ops.end())
+        ops.push_back(o);
+    }
+    bool row_out = false;
+    for (int v : G.outputs)
+      if (G.cls.at(v) == Cls::kRow) row_out = true;
+    std::string p = row_out ? "row:" : "reduce:";
+    for (size_t i = 0; i < ops.size(); ++i) p += (i ? "," : "") + ops[i];
+    return p;
+  }
+
+  const Graph& g_;
+  const Skills& skills_;
+  Plan plan_;
+  KernelGroup cur_;
+  bool open_ = false;
+  std::string reason_;
+};
+
+}  // namespace
+
+Planned make_plan(const Graph& g, const Skills& skills) {
+  return Planner(g, skills).run();
+}
+
+}  // namespace ok::generate

@@ -1,0 +1,60 @@
+// Partitioning a primitive graph into steps: vendor calls, views, and fused kernel groups.
+//
+// A kernel group is either pointwise (elementwise ops over one element count) or a row group: a
+// tensor viewed as [outer, R, inner] with reductions over R, values of two classes (kRow: one per
+// element of the view; kPerRow: one per (outer, inner) pair), and one pass per reduction level
+// plus a final write pass. Nodes are taken in order and added to the open group while they fit;
+// otherwise the group is closed (its values used later are materialised) and a new one opens.
+// Plain values; built by plan(), read-only afterwards.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "generate/graph.hpp"
+
+namespace ok::generate {
+
+enum class Cls { kRow, kPerRow };
+
+struct KernelGroup {
+  std::vector<int> nodes;  // elementwise, reduce and view nodes, in execution order
+  bool row = false;        // has reductions
+  Shape base;              // the reduced tensor's shape (row) or the first node's shape (pointwise)
+  int64_t full = 0;        // element count of kRow values
+  int64_t outer = 1, red = 1, inner = 1;
+  int red_begin = 0, red_end = 0;  // reduced dims of base: [red_begin, red_end)
+  std::map<int, Cls> cls;          // class of each value produced in the group
+  std::vector<int> leaves;         // tensor values read from outside, in first-use order
+  std::vector<int> outputs;        // values stored (used after the group, or the graph output)
+  std::map<int, int> level;        // value of a reduce node -> its pass
+  std::map<int, int> plevel;       // kPerRow value -> pass after which it is known (-1: before)
+  int passes = 0;
+  std::string pattern;  // pointwise | row:<ops> | reduce:<ops>
+  bool has_transcendental = false;
+  bool produces(int v) const { return cls.contains(v); }
+};
+
+enum class StepKind { kVendor, kView, kKernel };
+
+struct Step {
+  StepKind kind = StepKind::kKernel;
+  int node = -1;   // vendor/view
+  int group = -1;  // kernel
+};
+
+struct Plan {
+  std::vector<Step> steps;
+  std::vector<KernelGroup> groups;
+  std::string pattern;  // e.g. "vendor+pointwise"
+};
+
+struct Planned {
+  Plan plan;
+  std::string unsupported;  // empty when supported
+};
+
+Planned make_plan(const Graph& g, const Skills& skills);
+
+}  // namespace ok::generate
