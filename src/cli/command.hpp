@@ -22,6 +22,7 @@ struct GlobalOptions {
 void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_problems_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_example_command(CLI::App& app, GlobalOptions& g, Action& action);
+void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action);
 
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);
