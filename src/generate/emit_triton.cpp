@@ -63,7 +63,10 @@ struct Loader {
   }
 };
 
-const int64_t kInt32Limit = (int64_t{1} << 31) - (int64_t{1} << 20);
+// Masked lanes compute indices past the end (up to a block beyond): int32 only with room for that.
+bool needs_int64(int64_t last_index) {
+  return last_index >= (int64_t{1} << 31) - 1;
+}
 
 std::string reduce_fn(ReduceKind k, const std::string& x, const std::string& axis) {
   switch (k) {
@@ -121,7 +124,7 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   int64_t block = params.value("BLOCK", 1024);
   json ctx = {{"name", name},
               {"signature", sig.text},
-              {"cast", G.full >= kInt32Limit ? ".to(tl.int64)" : ""},
+              {"cast", needs_int64(G.full + block) ? ".to(tl.int64)" : ""},
               {"n", std::to_string(G.full)},
               {"body", lines_at(lines, 4)},
               {"args", sig.args},
@@ -200,17 +203,18 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     }
   };
 
-  json ctx = {{"name", name},
-              {"signature", sig.text},
-              {"cast", G.full >= kInt32Limit ? ".to(tl.int64)" : ""},
-              {"red", red},
-              {"inner", inner},
-              {"jt", std::to_string(jt)},
-              {"args", sig.args},
-              {"grid", std::to_string(G.outer * jt)},
-              {"BLOCK_R", std::to_string(block_r)},
-              {"BLOCK_J", std::to_string(block_j)},
-              {"num_warps", std::to_string(params.value("num_warps", 4))}};
+  json ctx = {
+      {"name", name},
+      {"signature", sig.text},
+      {"cast", needs_int64((G.outer * G.red + block_r) * G.inner + block_j) ? ".to(tl.int64)" : ""},
+      {"red", red},
+      {"inner", inner},
+      {"jt", std::to_string(jt)},
+      {"args", sig.args},
+      {"grid", std::to_string(G.outer * jt)},
+      {"BLOCK_R", std::to_string(block_r)},
+      {"BLOCK_J", std::to_string(block_j)},
+      {"num_warps", std::to_string(params.value("num_warps", 4))}};
   std::string code = render_skill(skills, "triton", "row", two_d ? "head2d" : "head1d", ctx);
   if (tile) {
     std::vector<std::string> lines;
