@@ -36,6 +36,7 @@ struct Proposal {
 
 // backend: "cpu", "triton" or "cuda". reference_source is copied verbatim into each candidate.
 // Deterministic for a given seed; the seed only orders candidates of equal prior.
+// max_candidates <= 0 returns the whole admissible parameter space.
 util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& backend,
                                const std::string& reference_source,
                                const std::filesystem::path& skills_dir, uint64_t seed,
