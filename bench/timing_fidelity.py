@@ -4,9 +4,10 @@ gpu__time_duration.sum and triton.testing.do_bench, for short and long kernels.
     python3 bench/timing_fidelity.py            # prints a TSV; runs ncu itself when present
     python3 bench/timing_fidelity.py --one NAME # internal: runs one kernel a few times for ncu
 
-Columns: kernel, ours_us (median of our method), ours_cv (coefficient of variation of that median
-over 5 repeats), do_bench_us (median mode, with its own L2 flush), ncu_us (median of
-gpu__time_duration.sum over the profiled launches), ours/ncu, ours/do_bench.
+Columns: kernel, ours_us (median of our event method), ours_cv (coefficient of variation of that
+median over 5 repeats), graph_us/graph_cv (our CUDA-graph mode, for kernels under 100 us),
+do_bench_us (median mode, with its own L2 flush), ncu_us (gpu__time_duration.sum of every kernel
+of one forward, at the clocks the GPU runs without ncu's clock control), and the ratios.
 """
 from __future__ import annotations
 
@@ -70,28 +71,57 @@ def do_bench(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") * 1000.0
 
 
+# ncu prints units as "nsecond"/"usecond" (older) or "ns"/"us" (newer).
+NCU_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
+             "second": 1e6, "s": 1e6}
+NCU_CALLS = 5
+
+
 def ncu(name):
+    """Device time of one forward by ncu: every kernel launched inside the profiled range (the
+    --one run starts the profiler only around NCU_CALLS forwards, after its set-up and warm-up),
+    summed, divided by NCU_CALLS; so a forward that launches several kernels counts whole."""
     exe = shutil.which("ncu")
     if exe is None:
         return None
     cmd = [exe, "--metrics", "gpu__time_duration.sum", "--csv", "--clock-control", "none",
-           "--launch-skip", "3", "--launch-count", "6", sys.executable, os.path.abspath(__file__),
-           "--one", name]
+           "--profile-from-start", "off", sys.executable, os.path.abspath(__file__), "--one", name]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
     values = []
     for line in proc.stdout.splitlines():
         if "gpu__time_duration.sum" in line:
             cells = [c.strip('"') for c in line.split('","')]
             unit, value = cells[-2], cells[-1].strip('"').replace(",", "")
-            scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}.get(unit, 1.0)
+            if unit not in NCU_SCALE:
+                sys.stderr.write(f"ncu: unknown unit {unit!r} for {name}\n")
+                return None
             try:
-                values.append(float(value) * scale)
+                values.append(float(value) * NCU_SCALE[unit])
             except ValueError:
                 pass
     if not values:
         sys.stderr.write(f"ncu gave no values for {name}: {proc.stderr[-800:]}\n")
         return None
-    return statistics.median(values)
+    return sum(values) / NCU_CALLS
+
+
+def ours_graph(fn, repeats=5):
+    """Our CUDA-graph mode (timing.GraphTimer): 16 forwards per replay, flushed before each."""
+    import torch
+
+    from openkernel_worker import timing
+
+    flush = timing.flush_buffer("cuda:0")
+    graph = timing.GraphTimer(lambda: fn(), [[] for _ in range(16)], "cuda:0")
+    medians = []
+    for _ in range(repeats):
+        times = [graph.replay(flush)[0] / graph.forwards for _ in range(30)]
+        medians.append(statistics.median(times))
+    graph.close()
+    del flush
+    torch.cuda.empty_cache()
+    m = statistics.median(medians)
+    return m, statistics.pstdev(medians) / statistics.fmean(medians)
 
 
 def main():
@@ -99,21 +129,29 @@ def main():
 
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         fn = kernels()[sys.argv[2]]()
-        for _ in range(13):
+        for _ in range(3):
             fn()
         torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        for _ in range(NCU_CALLS):
+            fn()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
         return
-    print("kernel\tours_us\tours_cv\tdo_bench_us\tncu_us\tours/ncu\tours/do_bench")
+    print("kernel\tours_us\tours_cv\tgraph_us\tgraph_cv\tdo_bench_us\tncu_us\tours/ncu"
+          "\tgraph/ncu\tours/do_bench")
     for name, make in kernels().items():
         fn = make()
         m, cv = ours(fn)
+        g, gcv = ours_graph(fn) if m < 100 else (None, None)
         db = do_bench(fn)
         del fn
         torch.cuda.empty_cache()
         n = ncu(name)
-        ratio = f"{m / n:.3f}" if n else ""
-        print(f"{name}\t{m:.2f}\t{cv:.4f}\t{db:.2f}\t{'' if n is None else f'{n:.2f}'}\t{ratio}"
-              f"\t{m / db:.3f}", flush=True)
+        f = lambda v, spec: "" if v is None else format(v, spec)
+        print("\t".join([name, f(m, ".2f"), f(cv, ".4f"), f(g, ".2f"), f(gcv, ".4f"), f(db, ".2f"),
+                         f(n, ".2f"), f(m / n if n else None, ".3f"),
+                         f(g / n if n and g else None, ".3f"), f(m / db, ".3f")]), flush=True)
 
 
 if __name__ == "__main__":

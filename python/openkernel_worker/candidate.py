@@ -82,6 +82,7 @@ class CandidateState:
         CandidateState.candidate_path = path
         with open(path) as f:
             source = f.read()
+        integrity.set_precision_policy()  # the reference's flags, before the candidate's import
         self.state_before = integrity.global_state()
         if self.device.startswith("cuda"):
             torch.cuda.init()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from . import refcache, roofline, timing
+from . import integrity, refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, is_library_kernel
 from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
@@ -32,7 +32,8 @@ from .transfer import rebuild
 BACKENDS = ("cpu", "cuda", "triton")
 CUDA_GRAPH_MODES = ("auto", "on", "off")
 GRAPH_AUTO_US = 50.0  # cuda_graph "auto": graph timing when the eager candidate median is below
-GRAPH_EAGER_RATIO = 5.0  # flag graph_much_faster: eager median / graph median above this
+GRAPH_EAGER_RATIO = 12.0  # flag graph_much_faster: eager median / graph median above this (an
+# honest 1 MiB Triton ReLU measured 7x on the H200: Triton's Python launch path costs ~25 us)
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected")
 
 
@@ -272,12 +273,7 @@ def resolve_device(backend: str, device: str | None) -> str:
 
 
 def set_reference_precision() -> None:
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    if hasattr(torch, "set_float32_matmul_precision"):
-        torch.set_float32_matmul_precision("highest")
+    integrity.set_precision_policy()
 
 
 def tensor_nbytes(values: list[Any]) -> int:

@@ -34,6 +34,20 @@ LIBRARY_KERNEL_MARKERS = (
 )
 
 
+def set_precision_policy() -> None:
+    """Full float32 precision for matmuls and convolutions (no TF32). The worker sets it before
+    running the reference and the candidate process before importing the candidate, so both sides
+    start from the same flags; PyTorch's own default lets cuDNN convolutions use TF32, which would
+    hand a candidate that merely calls the vendor op a free precision downgrade. A candidate that
+    changes the flags itself is reported as global_state_changed."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if hasattr(torch, "set_float32_matmul_precision"):
+        torch.set_float32_matmul_precision("highest")
+
+
 def global_state() -> dict[str, Any]:
     import torch
 

@@ -73,14 +73,22 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
   if (!src) return std::unexpected(src.error());
   p.source = *src;
   const auto limit = std::chrono::seconds(600);
-  auto inspect = worker.call({{"op", "inspect"}, {"reference", o.reference},
-                              {"overrides", o.overrides}},
-                             limit);
-  if (!inspect) return std::unexpected(inspect.error());
-  p.inspect = *inspect;
+  // FLOPs and bytes for the prompts. `inspect` runs the reference on the CPU at full size, which
+  // costs seconds to minutes for big problems; the builtin generator does not need it, and the
+  // evaluations report the same figures in their roofline.
+  if (o.model != "builtin") {
+    auto inspect = worker.call({{"op", "inspect"}, {"reference", o.reference},
+                                {"overrides", o.overrides}},
+                               limit);
+    if (!inspect) return std::unexpected(inspect.error());
+    p.inspect = *inspect;
+  } else {
+    p.inspect = json::object();
+  }
   auto graph = worker.call({{"op", "analyze"}, {"reference", o.reference},
                             {"overrides", o.overrides}},
                            limit);
+  if (!graph && graph.error().kind == ErrorKind::kBadInput) return std::unexpected(graph.error());
   // A graph that cannot be built is not fatal: an LLM does not need it, and the builtin
   // generator reports the problem unsupported with the reason.
   p.graph = graph ? *graph : json{{"traceable", false}, {"reason", graph.error().message}};

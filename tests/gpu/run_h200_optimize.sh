@@ -6,13 +6,16 @@
 #   BACKENDS="triton cuda" PROBLEMS="1:19 1:23 2:76" ITERATIONS=3 tests/gpu/run_h200_optimize.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/openkernel-gpu}
-mkdir -p "$OUT/optimize"
+# Sessions write many files; they live in $WORK and come back as one archive (optimize.tgz)
+# next to summary.tsv, so a file-count limit on $OUT cannot drop the summary.
+WORK=${WORK:-/tmp/openkernel-optimize}
+mkdir -p "$OUT" "$WORK"
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OPENKERNEL_HOME=$PWD XDG_CACHE_HOME=/tmp/okcache OPENKERNEL_BWRAP=$PWD/.device/bin/bwrap
 BIN=.device/bin/openkernel
 KB=.device/kernelbench
 PROBLEMS=${PROBLEMS:-"1:19 1:21 1:26 1:23 1:40 1:36 1:47 1:49"}
-TSV="$OUT/optimize/summary.tsv"
+TSV="$OUT/summary.tsv"
 [ -f "$TSV" ] || printf 'level\tproblem\tname\tbackend\tverdict\tspeedup_eager\tspeedup_compile\truntime_us\teager_us\tcompile_us\tbandwidth_fraction\tspeed_of_light\tattempts\tstop\twall_s\n' > "$TSV"
 for backend in ${BACKENDS:-triton cuda}; do
   for p in $PROBLEMS; do
@@ -21,11 +24,11 @@ for backend in ${BACKENDS:-triton cuda}; do
     start=$(date +%s.%N)
     timeout "${PROBLEM_TIMEOUT:-240}" $BIN optimize --level "$level" --problem "$num" --kernelbench-dir "$KB" \
       --backend "$backend" --model builtin --iterations "${ITERATIONS:-3}" --seed 1 --json \
-      --out "$OUT/optimize/$tag" --db "$OUT/optimize/optimize.db" ${OPTIMIZE_FLAGS:-} \
-      > "$OUT/optimize/$tag.json" 2> "$OUT/optimize/$tag.err"
+      --out "$WORK/$tag" --db "$WORK/optimize.db" ${OPTIMIZE_FLAGS:-} \
+      > "$WORK/$tag.json" 2> "$WORK/$tag.err"
     rc=$?
     end=$(date +%s.%N)
-    python3 - "$OUT/optimize/$tag.json" "$level" "$num" "$backend" "$rc" "$start" "$end" >> "$TSV" <<'PY'
+    python3 - "$WORK/$tag.json" "$level" "$num" "$backend" "$rc" "$start" "$end" >> "$TSV" <<'PY'
 import json, sys
 path, level, num, backend, rc, start, end = sys.argv[1:]
 wall = f"{float(end) - float(start):.1f}"
@@ -43,4 +46,5 @@ print("\t".join([level, num, r["problem"]["name"], backend, r["verdict"], f(r["s
 PY
   done
 done
+tar -czf "$OUT/optimize.tgz" -C "$WORK" --exclude='*.db*' . 2>/dev/null
 column -t -s $'\t' "$TSV"
