@@ -7,6 +7,7 @@
 
 #include "cli/context.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/record.hpp"
 #include "util/paths.hpp"
 
 namespace ok::cli {
@@ -38,48 +39,6 @@ struct EvaluateOptions {
 int default_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp(n, 1u, 8u));
-}
-
-// Records the sources exactly as the worker read and hashed them (a file may change meanwhile).
-util::Result<int64_t> record(store::Store& st, const ResolvedProblem& prob,
-                             const std::string& candidate, const json& r) {
-  const std::string ref_src = r["problem"].value("source", "");
-  const std::string cand_src = r["candidate"].value("source", "");
-  store::ProblemRow pr{r["problem"].value("source_hash", ""),
-                       prob.name,
-                       prob.path,
-                       prob.level,
-                       prob.number,
-                       ref_src};
-  auto pid = st.upsert_problem(pr);
-  if (!pid) return std::unexpected(pid.error());
-  auto cid = st.upsert_candidate({r["candidate"].value("source_hash", ""), cand_src,
-                                  std::filesystem::absolute(candidate).string()});
-  if (!cid) return std::unexpected(cid.error());
-  auto num = [&](const json& v) -> std::optional<double> {
-    return v.is_number() ? std::optional(v.get<double>()) : std::nullopt;
-  };
-  store::EvaluationRow e;
-  e.problem_id = *pid;
-  e.candidate_id = *cid;
-  e.verdict = r.value("verdict", "");
-  e.compiled = r.value("compiled", false);
-  e.correct = r.value("correct", false);
-  e.valid = r.value("valid", false);
-  e.speedup = num(r["speedup"]);
-  e.runtime_median_us = num(r["runtime_us"]["median"]);
-  e.ref_runtime_median_us = num(r["ref_runtime_us"]["median"]);
-  e.max_abs_error = num(r["max_abs_error"]);
-  e.max_rel_error = num(r["max_rel_error"]);
-  e.backend = r.value("backend", "");
-  e.device = r.value("device", "");
-  e.flags_json = r["flags"].dump();
-  e.reasons_json = r["reasons"].dump();
-  e.overrides_json = r["problem"]["overrides"].dump();
-  e.versions_json = r.value("versions", json::object()).dump();
-  e.result_json = r.dump();
-  e.wall_s = r.value("wall_s", 0.0);
-  return st.insert_evaluation(e);
 }
 
 int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
@@ -127,11 +86,12 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   auto result = eval::evaluate(*worker, req);
   if (!result) return report_error(result.error());
   (*result)["versions"] = worker->hello()["versions"];
-  auto id = record(*st, *prob, o.candidate, *result);
+  auto ids = eval::record_evaluation(*st, {prob->name, prob->path, prob->level, prob->number},
+                                     o.candidate, *result, std::nullopt);
   (*result)["problem"].erase("source");  // in the store; too long for the report
   (*result)["candidate"].erase("source");
-  if (!id) return report_error(id.error());
-  (*result)["evaluation_id"] = *id;
+  if (!ids) return report_error(ids.error());
+  (*result)["evaluation_id"] = ids->evaluation_id;
   (*result)["db"] = st->path().string();
   if (o.json) {
     fmt::print("{}\n", result->dump());

@@ -191,6 +191,7 @@ class Loop {
     emit("generating", n, total, d_.generator->name());
     Generation g = d_.generator->next(p_, out_.attempts);
     if (g.source.empty() && g.error.empty()) return std::string("exhausted");
+    if (!g.error.empty() && cancelled()) return std::string("interrupted");  // not the model's fault
     Attempt a;
     a.number = n;
     a.generator = d_.generator->name();
@@ -201,8 +202,7 @@ class Loop {
       a.verdict = g.verdict.empty() ? "generation_failed" : g.verdict;
       a.error = g.error;
       a.wall_s = seconds_since(t0);
-      if (auto r = record(a, std::nullopt, json()); !r) return std::unexpected(r.error());
-      if (cancelled()) return std::string("interrupted");
+      if (auto r = record(a, std::nullopt); !r) return std::unexpected(r.error());
       if (g.exhausted) return std::string(a.verdict == "unsupported" ? "unsupported" : "exhausted");
       return std::string();
     }
@@ -232,7 +232,7 @@ class Loop {
       a.verdict = "evaluator_error";
       a.error = result.error().message;
       a.wall_s = seconds_since(t0);
-      if (auto r = record(a, std::nullopt, json()); !r) return std::unexpected(r.error());
+      if (auto r = record(a, std::nullopt); !r) return std::unexpected(r.error());
       if (!d_.restart_worker) return std::string("error");
       auto w = d_.restart_worker();
       if (!w) {
@@ -251,6 +251,7 @@ class Loop {
     if (auto c = median_of(r, "compile_runtime_us")) out_.compile_runtime_us = c;
     a.error = failure_text(r);
     a.summary = summarize_result(r);
+    r["versions"] = d_.worker->hello().value("versions", json::object());
     auto ids = eval::record_evaluation(*d_.store, {p_.name, o_.reference, o_.level, o_.number},
                                        a.path, r, id_);
     if (!ids) return std::unexpected(ids.error());
@@ -259,7 +260,7 @@ class Loop {
     if (!cancelled()) a.diagnosis = d_.critic->diagnose(p_, a, r, critic_cost);
     a.cost_usd += critic_cost;
     a.wall_s = seconds_since(t0);
-    if (auto rec = record(a, ids->candidate_id, r); !rec) return std::unexpected(rec.error());
+    if (auto rec = record(a, ids->candidate_id); !rec) return std::unexpected(rec.error());
     if (cancelled()) return std::string("interrupted");
     double sol = r.contains("roofline") && r["roofline"].is_object()
                      ? r["roofline"].value("fraction_of_speed_of_light", 0.0)
@@ -279,7 +280,7 @@ class Loop {
   }
 
   // Appends the attempt to the history and the store, then updates the session row.
-  util::Result<void> record(Attempt a, std::optional<int64_t> candidate_id, const json&) {
+  util::Result<void> record(Attempt a, std::optional<int64_t> candidate_id) {
     store::AttemptRow row;
     row.session = id_;
     row.number = a.number;

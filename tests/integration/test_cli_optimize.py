@@ -129,7 +129,7 @@ def test_unknown_model_and_missing_reference_are_usage_errors(tmp_path: Path) ->
 BUILTIN = {"swish_chain": (SWISH / "reference.py", True),
            "row_sum": (FIXTURES / "optimize/row_sum.py", False),
            "softmax": (FIXTURES / "optimize/softmax.py", False),
-           "layer_norm": (FIXTURES / "optimize/layer_norm.py", False),
+           "layer_norm": (FIXTURES / "optimize/layer_norm.py", True),
            "rms_norm": (FIXTURES / "optimize/rms_norm.py", True),
            "linear_relu": (FIXTURES / "optimize/linear_relu.py", False)}
 
