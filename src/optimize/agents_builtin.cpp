@@ -12,6 +12,17 @@ using nlohmann::json;
 
 namespace {
 
+// " (BLOCK=1024, num_warps=4)": the template parameters, so attempts can be told apart.
+std::string describe(const json& params) {
+  std::string out;
+  for (const auto& [skill, values] : params.items()) {
+    if (!values.is_object()) continue;
+    for (const auto& [k, v] : values.items())
+      out += (out.empty() ? "" : ", ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out.empty() ? "" : " (" + out + ")";
+}
+
 class BuiltinGenerator final : public Generator {
  public:
   BuiltinGenerator(std::filesystem::path skills, uint64_t seed, int max_candidates)
@@ -59,7 +70,7 @@ class BuiltinGenerator final : public Generator {
       params["pattern"] = c.pattern;
       if (tried.count(params.dump())) continue;
       g.source = c.source;
-      g.description = c.description;
+      g.description = c.description + describe(c.params);
       g.params = std::move(params);
       return g;
     }
