@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "problems/kernelbench.hpp"
 #include "util/paths.hpp"
 
@@ -85,6 +88,24 @@ util::Result<store::Store> open_store(const GlobalOptions& g, const config::Conf
   else if (cfg.db)
     path = *cfg.db;
   return store::Store::open(path);
+}
+
+util::Result<std::string> choose_backend(const eval::Worker& worker, const std::string& requested,
+                                         const std::string& gpu_default) {
+  const bool gpu = worker.hello().value("cuda_available", false);
+  std::string backend = requested.empty() ? (gpu ? gpu_default : "cpu") : requested;
+  if (backend != "cpu" && !gpu)
+    return util::fail(util::ErrorKind::kEnvironment,
+                      fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch ({}) "
+                                  "sees none on this machine; use --backend cpu",
+                                  backend, worker.hello().value("python_executable", "?")));
+  return backend;
+}
+
+int threads_for(const std::string& backend, int requested) {
+  if (requested > 0) return requested;
+  if (backend != "cpu") return 0;
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
 }
 
 }  // namespace ok::cli

@@ -36,4 +36,12 @@ util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<st
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag);
 util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg);
 
+// The backend to run: `requested`, else `gpu_default` when the worker sees a GPU and cpu when it
+// does not. kEnvironment when a GPU backend is asked for and the worker's torch sees no GPU.
+util::Result<std::string> choose_backend(const eval::Worker& worker, const std::string& requested,
+                                         const std::string& gpu_default);
+// CPU threads for reference and candidate: `requested` when positive, else on the CPU backend the
+// machine's cores (at most 8), on a GPU backend 0 (torch's default).
+int threads_for(const std::string& backend, int requested);
+
 }  // namespace ok::cli

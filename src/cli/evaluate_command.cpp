@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "cli/context.hpp"
 #include "eval/evaluator.hpp"
@@ -36,11 +35,6 @@ struct EvaluateOptions {
   std::string python;
 };
 
-int default_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp(n, 1u, 8u));
-}
-
 int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
@@ -54,25 +48,19 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   if (!st) return report_error(st.error());
   auto worker = start_worker(*cfg, o.python);
   if (!worker) return report_error(worker.error());
-  bool gpu = worker->hello().value("cuda_available", false);
-  std::string backend = o.backend.empty() ? (gpu ? "cuda" : "cpu") : o.backend;
-  if (backend != "cpu" && !gpu)
-    return report_error(
-        {ErrorKind::kEnvironment,
-         fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch "
-                     "({}) sees none on this machine; use --backend cpu",
-                     backend, worker->hello()["python_executable"].get<std::string>())});
+  auto backend = choose_backend(*worker, o.backend, "cuda");
+  if (!backend) return report_error(backend.error());
   eval::EvalRequest req;
   req.reference = prob->path;
   req.candidate = std::filesystem::absolute(o.candidate).string();
-  req.backend = backend;
+  req.backend = *backend;
   if (!o.device.empty()) req.device = o.device;
   req.trials = o.trials;
   if (o.seed >= 0) req.seed = o.seed;
   req.timeout_s = o.timeout;
   req.overrides = prob->overrides;
   req.timing_budget_s = o.timing_budget;
-  req.threads = o.threads > 0 ? o.threads : (backend == "cpu" ? default_threads() : 0);
+  req.threads = threads_for(*backend, o.threads);
   req.strict = o.strict;
   req.cache_dir = util::cache_dir().string();
   req.no_sandbox = o.no_sandbox;

@@ -63,8 +63,8 @@ std::string format_report(const json& r) {
                        us(r["compile_runtime_us"].value("median", json())));
   if (r.contains("timing") && r["timing"].is_object() && r["timing"].contains("mode"))
     out += fmt::format("timing    {}\n", r["timing"]["mode"].get<std::string>() == "cuda_graph"
-                                              ? "CUDA-graph replay"
-                                              : "CUDA events / clock per call");
+                                             ? "CUDA-graph replay"
+                                             : "CUDA events / clock per call");
   if (r["max_abs_error"].is_number())
     out += fmt::format("error     max abs {:.3g}, max rel {:.3g}\n",
                        r["max_abs_error"].get<double>(), r["max_rel_error"].get<double>());

@@ -26,7 +26,7 @@ struct EvalRequest {
   int threads = 0;
   bool strict = false;
   std::string cache_dir;
-  bool no_sandbox = false;  // run the candidate without bwrap (sent only when true)
+  bool no_sandbox = false;          // run the candidate without bwrap (sent only when true)
   std::string cuda_graph = "auto";  // CUDA-graph timing: auto, on, off (sent unless auto)
   bool compile_baseline = false;    // also time torch.compile(reference) (sent only when true)
 };

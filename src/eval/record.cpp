@@ -23,8 +23,8 @@ util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdent
   ids.candidate_id = *cid;
   auto num = [&](const char* key, const char* sub = nullptr) -> std::optional<double> {
     if (!r.contains(key)) return std::nullopt;
-    const json& v = sub ? (r[key].is_object() ? r[key].value(sub, json(nullptr)) : json(nullptr))
-                        : r[key];
+    const json& v =
+        sub ? (r[key].is_object() ? r[key].value(sub, json(nullptr)) : json(nullptr)) : r[key];
     return v.is_number() ? std::optional(v.get<double>()) : std::nullopt;
   };
   store::EvaluationRow e;

@@ -93,7 +93,8 @@ util::Result<json> Worker::call(json request, std::chrono::seconds timeout,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     // Wait in short slices so that a cancellation is noticed within a quarter of a second.
-    auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250));
+    auto slice =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250));
     auto line = proc_.read_line(cancel ? slice : deadline);
     if (!line && line.error().kind == ErrorKind::kTimeout && slice < deadline && cancel &&
         !cancel->load())

@@ -88,13 +88,15 @@ json heuristic_diagnosis(const ProblemContext& problem, const Attempt& attempt, 
       suggest("fix the compile error quoted in the evidence; keep the kernel's structure", 0,
               "a candidate that does not build cannot be timed");
     } else if (verdict == "incorrect") {
-      suggest("check indexing, masking of the tail, the reduction's identity and the "
-              "accumulation dtype (accumulate in float32)", 0,
-              "outputs differ from the reference beyond the tolerance");
+      suggest(
+          "check indexing, masking of the tail, the reduction's identity and the "
+          "accumulation dtype (accumulate in float32)",
+          0, "outputs differ from the reference beyond the tolerance");
     } else if (verdict == "rejected") {
-      suggest("remove what the integrity rule objects to (named in the evidence); launch the "
-              "kernel on the current stream and compute every output in it",
-              0, "rejected candidates never count, however fast");
+      suggest(
+          "remove what the integrity rule objects to (named in the evidence); launch the "
+          "kernel on the current stream and compute every output in it",
+          0, "rejected candidates never count, however fast");
     } else {
       suggest("make the candidate run to completion: bounds, memory, grid limits", 0,
               "it crashed or timed out");
@@ -141,8 +143,9 @@ json heuristic_diagnosis(const ProblemContext& problem, const Attempt& attempt, 
             "the whole forward takes a few microseconds");
   } else if (ridge > 0 && intensity >= ridge) {
     bottleneck = "compute";
-    suggest(gpu ? "use tensor cores (tl.dot / mma) with larger tiles" : "block for cache and "
-                                                                        "vectorise the inner loop",
+    suggest(gpu ? "use tensor cores (tl.dot / mma) with larger tiles"
+                : "block for cache and "
+                  "vectorise the inner loop",
             gain, "the arithmetic intensity is above the device's ridge point");
   } else if (sol > 0 && sol < 0.5 && gpu) {
     bottleneck = "occupancy";
@@ -152,15 +155,15 @@ json heuristic_diagnosis(const ProblemContext& problem, const Attempt& attempt, 
             "memory-bound kernels need wide, coalesced transactions");
   } else {
     bottleneck = "memory";
-    suggest("read and write each byte once: fuse producers and consumers, avoid extra passes",
-            gain, "the problem is memory-bound (intensity below the ridge point)");
+    suggest("read and write each byte once: fuse producers and consumers, avoid extra passes", gain,
+            "the problem is memory-bound (intensity below the ridge point)");
     suggest(gpu ? "vectorise loads and stores (128-bit) and tune the block size"
                 : "vectorise (SIMD) and parallelise across cores with static chunks",
             gain / 2, "closer to the measured copy bandwidth");
   }
   if (intensity > 0)
-    evidence.push_back(fmt::format("arithmetic intensity {:.2f} FLOP/byte, ridge point {:.1f}",
-                                   intensity, ridge));
+    evidence.push_back(
+        fmt::format("arithmetic intensity {:.2f} FLOP/byte, ridge point {:.1f}", intensity, ridge));
   return {{"bottleneck", bottleneck},
           {"evidence", evidence},
           {"suggestions", suggestions},
@@ -231,8 +234,8 @@ json skills_context(const std::filesystem::path& dir, const std::string& backend
 json problem_context(const ProblemContext& p) {
   json inputs = json::array();
   for (const auto& i : p.inspect.value("inputs", json::array()))
-    inputs.push_back({{"shape", i.value("shape", json::array()).dump()},
-                      {"dtype", i.value("dtype", "")}});
+    inputs.push_back(
+        {{"shape", i.value("shape", json::array()).dump()}, {"dtype", i.value("dtype", "")}});
   json dev = p.device.is_object() ? p.device : json::object();
   std::vector<std::string> specs;
   for (const auto& [k, v] : dev.items())
@@ -252,7 +255,9 @@ class LlmGenerator final : public Generator {
  public:
   LlmGenerator(llm::Client& c, std::filesystem::path prompts, std::filesystem::path skills,
                std::string session)
-      : client_(c), prompts_(std::move(prompts)), skills_(std::move(skills)),
+      : client_(c),
+        prompts_(std::move(prompts)),
+        skills_(std::move(skills)),
         session_(std::move(session)) {}
 
   std::string name() const override { return client_.endpoint().display; }
@@ -296,8 +301,10 @@ class LlmGenerator final : public Generator {
     req.session = session_;
     req.max_tokens = 8192;
     req.temperature = 0.7;
-    g.params = {{"prompt", "generator"}, {"prompt_version", user->version},
-                {"system_version", system->version}, {"model", name()}};
+    g.params = {{"prompt", "generator"},
+                {"prompt_version", user->version},
+                {"system_version", system->version},
+                {"model", name()}};
     auto r = client_.complete(req);
     if (!r) {
       g.error = "the model call failed: " + r.error().message;
@@ -309,14 +316,15 @@ class LlmGenerator final : public Generator {
     g.cost_usd = r->cost_usd.value_or(0);
     auto code = llm::extract_code(r->text, "python");
     if (!code || code->code.find("class ModelNew") == std::string::npos) {
-      g.error = "malformed model reply: no Python code block defining class ModelNew (reply "
-                "began: " +
-                trim_middle(r->text, 300) + ")";
+      g.error =
+          "malformed model reply: no Python code block defining class ModelNew (reply "
+          "began: " +
+          trim_middle(r->text, 300) + ")";
       return g;
     }
     if (!code->closed) {
-      g.error = "malformed model reply: the code block was cut off (stop reason " +
-                r->stop_reason + ")";
+      g.error =
+          "malformed model reply: the code block was cut off (stop reason " + r->stop_reason + ")";
       return g;
     }
     g.source = code->code;
@@ -343,7 +351,8 @@ class LlmCritic final : public Critic {
     json fallback = heuristic_diagnosis(p, a, r);
     auto system = load_template(prompts_, "critic_system");
     auto user = load_template(prompts_, "critic");
-    if (!system || !user) return with_note(fallback, (system ? user.error() : system.error()).message);
+    if (!system || !user)
+      return with_note(fallback, (system ? user.error() : system.error()).message);
     json ctx = problem_context(p);
     auto cand = util::read_file(a.path);
     ctx["candidate_source"] = cand ? *cand : std::string("(unavailable)");
@@ -363,7 +372,8 @@ class LlmCritic final : public Critic {
     req.session = session_;
     req.max_tokens = 2048;
     auto reply = client_.complete_json(req, diagnosis_schema());
-    if (!reply) return with_note(fallback, "the model's diagnosis failed: " + reply.error().message);
+    if (!reply)
+      return with_note(fallback, "the model's diagnosis failed: " + reply.error().message);
     cost = reply->response.cost_usd.value_or(0);
     json d = reply->value;
     d["source"] = "model";

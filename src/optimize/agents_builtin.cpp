@@ -18,7 +18,8 @@ std::string describe(const json& params) {
   for (const auto& [skill, values] : params.items()) {
     if (!values.is_object()) continue;
     for (const auto& [k, v] : values.items())
-      out += (out.empty() ? "" : ", ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+      out +=
+          (out.empty() ? "" : ", ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
   }
   return out.empty() ? "" : " (" + out + ")";
 }
@@ -35,8 +36,9 @@ class BuiltinGenerator final : public Generator {
     if (!proposal_) {
       if (!p.graph.is_object()) {
         g.verdict = "unsupported";
-        g.error = "the reference's operator graph is unavailable, so the builtin generator has "
-                  "nothing to match";
+        g.error =
+            "the reference's operator graph is unavailable, so the builtin generator has "
+            "nothing to match";
         g.exhausted = true;
         return g;
       }

@@ -67,8 +67,8 @@ util::Result<std::string> render(const Template& t, const json& context) {
   tmpl.set_custom_escape([](const std::string& s) { return s; });
   std::string out = tmpl.render(to_data(context));
   if (!tmpl.is_valid())
-    return fail(ErrorKind::kBadInput,
-                fmt::format("prompt template {} failed to render: {}", t.name, tmpl.error_message()));
+    return fail(ErrorKind::kBadInput, fmt::format("prompt template {} failed to render: {}", t.name,
+                                                  tmpl.error_message()));
   return out;
 }
 

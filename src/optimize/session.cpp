@@ -17,11 +17,20 @@ using util::ErrorKind;
 using util::fail;
 
 json Options::to_json() const {
-  json j = {{"reference", reference}, {"name", name},         {"overrides", overrides},
-            {"backend", backend},     {"model", model},       {"base_url", base_url},
-            {"mode", mode},           {"iterations", iterations}, {"out_dir", out_dir.string()},
-            {"seed", seed},           {"threads", threads},   {"timeout_s", timeout_s},
-            {"trials", trials},       {"timing_budget_s", timing_budget_s},
+  json j = {{"reference", reference},
+            {"name", name},
+            {"overrides", overrides},
+            {"backend", backend},
+            {"model", model},
+            {"base_url", base_url},
+            {"mode", mode},
+            {"iterations", iterations},
+            {"out_dir", out_dir.string()},
+            {"seed", seed},
+            {"threads", threads},
+            {"timeout_s", timeout_s},
+            {"trials", trials},
+            {"timing_budget_s", timing_budget_s},
             {"no_sandbox", no_sandbox}};
   j["level"] = level ? json(*level) : json(nullptr);
   j["number"] = number ? json(*number) : json(nullptr);
@@ -64,6 +73,20 @@ std::string new_session_id() {
                      rd() & 0xffff);
 }
 
+store::SessionRow new_session_row(const std::string& id, const Options& o) {
+  store::SessionRow row;
+  row.id = id;
+  row.reference = o.reference;
+  row.name = o.name;
+  row.backend = o.backend;
+  row.model = o.model;
+  row.mode = o.mode;
+  row.status = "running";
+  row.options_json = o.to_json().dump();
+  row.out_dir = o.out_dir.string();
+  return row;
+}
+
 util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options& o) {
   ProblemContext p;
   p.reference_path = o.reference;
@@ -77,23 +100,21 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
   // costs seconds to minutes for big problems; the builtin generator does not need it, and the
   // evaluations report the same figures in their roofline.
   if (o.model != "builtin") {
-    auto inspect = worker.call({{"op", "inspect"}, {"reference", o.reference},
-                                {"overrides", o.overrides}},
-                               limit);
+    auto inspect = worker.call(
+        {{"op", "inspect"}, {"reference", o.reference}, {"overrides", o.overrides}}, limit);
     if (!inspect) return std::unexpected(inspect.error());
     p.inspect = *inspect;
   } else {
     p.inspect = json::object();
   }
-  auto graph = worker.call({{"op", "analyze"}, {"reference", o.reference},
-                            {"overrides", o.overrides}},
-                           limit);
+  auto graph = worker.call(
+      {{"op", "analyze"}, {"reference", o.reference}, {"overrides", o.overrides}}, limit);
   if (!graph && graph.error().kind == ErrorKind::kBadInput) return std::unexpected(graph.error());
   // A graph that cannot be built is not fatal: an LLM does not need it, and the builtin
   // generator reports the problem unsupported with the reason.
   p.graph = graph ? *graph : json{{"traceable", false}, {"reason", graph.error().message}};
-  auto device = worker.call({{"op", "device_info"}, {"device", o.backend == "cpu" ? "cpu" : "cuda"}},
-                            limit);
+  auto device =
+      worker.call({{"op", "device_info"}, {"device", o.backend == "cpu" ? "cpu" : "cuda"}}, limit);
   p.device = device ? *device : json{{"name", o.backend == "cpu" ? "CPU" : "GPU"}};
   return p;
 }
@@ -191,7 +212,8 @@ class Loop {
     emit("generating", n, total, d_.generator->name());
     Generation g = d_.generator->next(p_, out_.attempts);
     if (g.source.empty() && g.error.empty()) return std::string("exhausted");
-    if (!g.error.empty() && cancelled()) return std::string("interrupted");  // not the model's fault
+    if (!g.error.empty() && cancelled())
+      return std::string("interrupted");  // not the model's fault
     Attempt a;
     a.number = n;
     a.generator = d_.generator->name();
@@ -220,13 +242,12 @@ class Loop {
     req.timing_budget_s = o_.timing_budget_s;
     req.cache_dir = d_.cache_dir;
     req.no_sandbox = o_.no_sandbox;
-    json request = eval::to_json(req);
     // The torch.compile baseline once per session, on the GPU (docs/optimize.md).
     if (o_.backend != "cpu" && !out_.compile_runtime_us && !asked_compile_) {
-      request["compile_baseline"] = true;
+      req.compile_baseline = true;
       asked_compile_ = true;
     }
-    auto result = evaluate(request, req);
+    auto result = eval::evaluate(*d_.worker, req, d_.cancel);
     if (!result) {
       if (result.error().kind == ErrorKind::kCancelled) return std::string("interrupted");
       a.verdict = "evaluator_error";
@@ -268,15 +289,6 @@ class Loop {
     if (a.correct && sol >= kSpeedOfLightStop) return std::string("speed_of_light");
     if (g.exhausted) return std::string("exhausted");
     return std::string();
-  }
-
-  util::Result<json> evaluate(const json& request, const eval::EvalRequest& req) {
-    auto start = std::chrono::steady_clock::now();
-    auto limit = std::chrono::seconds(
-        static_cast<long long>(req.timeout_s * (req.trials + 8) + req.timing_budget_s * 6 + 900));
-    auto r = d_.worker->call(request, limit, d_.cancel);
-    if (r) (*r)["wall_s"] = seconds_since(start);
-    return r;
   }
 
   // Appends the attempt to the history and the store, then updates the session row.

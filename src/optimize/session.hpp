@@ -101,6 +101,9 @@ util::Result<Outcome> run_session(const std::string& id, const Options& o, Probl
 // Attempts as the store recorded them (for --resume).
 std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows);
 
+// The store row of a new session `id` started with `o` (status running, no best yet).
+store::SessionRow new_session_row(const std::string& id, const Options& o);
+
 // A new session id: s<UTC yyyymmdd-hhmmss>-<4 random hex>.
 std::string new_session_id();
 

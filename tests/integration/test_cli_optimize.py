@@ -123,6 +123,30 @@ def test_unknown_model_and_missing_reference_are_usage_errors(tmp_path: Path) ->
     assert p.returncode == 2 and "s-not-a-session" in p.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--iterations", "-1"], "--iterations"),
+    (["--trials", "0"], "--trials"),
+    (["--budget-usd", "-2"], "--budget-usd"),
+    (["--mode", "slow"], "--mode"),
+    (["--backend", "cuda"], "needs an NVIDIA GPU"),
+    (["--out", "/proc/openkernel-cannot-write-here"], "cannot create"),
+])
+def test_bad_flags_are_usage_errors(tmp_path: Path, args: list[str], says: str) -> None:
+    p, _ = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--model", "builtin",
+                    *(["--backend", "cpu"] if "--backend" not in args else []), *args, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert says in p.stderr
+
+
+def test_malformed_reference_is_bad_input(tmp_path: Path) -> None:
+    ref = tmp_path / "broken.py"
+    ref.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n")
+    p, _ = optimize(tmp_path, "--reference", str(ref), "--backend", "cpu", "--model", "builtin",
+                    "--out", str(tmp_path / "out"), timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "broken.py" in p.stderr
+
+
 # The fixed CPU set: elementwise chain, row reduction, softmax, layer norm, RMS norm,
 # linear + activation. Each must come back correct; the elementwise chain and RMS norm (2.5x and
 # 1.5x here) faster than eager PyTorch. Layer norm measured 1.27x, too close to 1 to assert on

@@ -33,34 +33,44 @@ opt::ProblemContext problem(const std::string& backend = "triton") {
   opt::ProblemContext p;
   p.name = "19_ReLU";
   p.backend = backend;
-  p.source = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-             "        return torch.relu(x)\n";
-  p.inspect = {{"flops", 1000000}, {"bytes", 8000000},
+  p.source =
+      "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+      "        return torch.relu(x)\n";
+  p.inspect = {{"flops", 1000000},
+               {"bytes", 8000000},
                {"inputs", json::array({{{"shape", {1000, 1000}}, {"dtype", "float32"}}})}};
   p.device = {{"name", "NVIDIA H200"}, {"sm_count", 132}};
   return p;
 }
 
 json correct_result(double runtime_us, double bandwidth = 4e12) {
-  return {{"verdict", "correct"},
-          {"correct", true},
-          {"valid", true},
-          {"compiled", true},
-          {"speedup", 1.5},
-          {"reasons", json::array()},
-          {"flags", json::array()},
-          {"runtime_us", {{"median", runtime_us}}},
-          {"ref_runtime_us", {{"median", runtime_us * 1.5}}},
-          {"roofline",
-           {{"flops", 1000000}, {"bytes", 8000000}, {"bandwidth_bytes_per_s", bandwidth},
-            {"peak_flops", 1e15}, {"fraction_of_speed_of_light", 8e6 / bandwidth * 1e6 / runtime_us}}},
-          {"profile", {{"kernel_table", json::array({{{"name", "relu_kernel"}, {"launches", 1},
-                                                      {"us", runtime_us}, {"share", 1.0}}})}}}};
+  return {
+      {"verdict", "correct"},
+      {"correct", true},
+      {"valid", true},
+      {"compiled", true},
+      {"speedup", 1.5},
+      {"reasons", json::array()},
+      {"flags", json::array()},
+      {"runtime_us", {{"median", runtime_us}}},
+      {"ref_runtime_us", {{"median", runtime_us * 1.5}}},
+      {"roofline",
+       {{"flops", 1000000},
+        {"bytes", 8000000},
+        {"bandwidth_bytes_per_s", bandwidth},
+        {"peak_flops", 1e15},
+        {"fraction_of_speed_of_light", 8e6 / bandwidth * 1e6 / runtime_us}}},
+      {"profile",
+       {{"kernel_table",
+         json::array(
+             {{{"name", "relu_kernel"}, {"launches", 1}, {"us", runtime_us}, {"share", 1.0}}})}}}};
 }
 
 TEST(Prompts, RenderSectionsListsAndNoEscaping) {
-  opt::Template t{"t", "{{! prompt t version 3 }}a {{x}} {{#list}}[{{.}}]{{/list}}{{#s}}<{{.}}>{{/s}}"
-                       "{{^missing}}none{{/missing}}", 0};
+  opt::Template t{"t",
+                  "{{! prompt t version 3 }}a {{x}} {{#list}}[{{.}}]{{/list}}{{#s}}<{{.}}>{{/s}}"
+                  "{{^missing}}none{{/missing}}",
+                  0};
   auto r = opt::render(t, {{"x", "<b>&"}, {"list", {"1", "2"}}, {"s", "y"}, {"missing", nullptr}});
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(*r, "a <b>& [1][2]<y>none");
@@ -84,11 +94,15 @@ TEST(Prompts, ShippedTemplatesLoadWithVersionsAndRender) {
                 {"backend_cpu", true},
                 {"device_specs", {"name: x"}},
                 {"has_attempts", true},
-                {"attempts", json::array({{{"number", 1}, {"verdict", "compile_error"},
-                                           {"error", "E1 bad"}, {"has_error", true},
+                {"attempts", json::array({{{"number", 1},
+                                           {"verdict", "compile_error"},
+                                           {"error", "E1 bad"},
+                                           {"has_error", true},
                                            {"speedup", nullptr}}})},
-                {"diagnosis", {{"bottleneck", "correctness"}, {"evidence", {"e"}},
-                               {"suggestions", json::array({{{"action", "fix it"}}})}}}};
+                {"diagnosis",
+                 {{"bottleneck", "correctness"},
+                  {"evidence", {"e"}},
+                  {"suggestions", json::array({{{"action", "fix it"}}})}}}};
     auto r = opt::render(*t, ctx);
     ASSERT_TRUE(r) << name << ": " << r.error().message;
     if (std::string(name) == "generator") {
@@ -135,8 +149,9 @@ class ScriptedProvider final : public ok::llm::Provider {
  public:
   explicit ScriptedProvider(std::deque<std::string> replies, std::vector<std::string>* seen)
       : replies_(std::move(replies)), seen_(seen) {}
-  std::expected<ok::llm::Response, ok::llm::AttemptError> send(
-      const ok::llm::Request& req, const ok::llm::AttemptOptions&, ok::llm::StreamSink*) override {
+  std::expected<ok::llm::Response, ok::llm::AttemptError> send(const ok::llm::Request& req,
+                                                               const ok::llm::AttemptOptions&,
+                                                               ok::llm::StreamSink*) override {
     seen_->push_back(req.system + "\n----\n" + req.messages.back().content);
     ok::llm::Response r;
     r.text = replies_.empty() ? "" : replies_.front();
@@ -167,14 +182,15 @@ TEST(LlmGenerator, UsesCodeAndRecordsMalformedRepliesAsFailures) {
   std::vector<std::string> seen;
   ok::llm::ClientOptions co;
   co.retry.max_retries = 0;
-  ok::llm::Client client(endpoint(),
-                         std::make_unique<ScriptedProvider>(
-                             std::deque<std::string>{
-                                 "Fuse it.\n```python\nimport torch\nclass ModelNew:\n    pass\n```\n",
-                                 "I would rather not write code today.",
-                                 "Cut off:\n```python\nclass ModelNew:\n    def f("},
-                             &seen),
-                         co);
+  ok::llm::Client client(
+      endpoint(),
+      std::make_unique<ScriptedProvider>(
+          std::deque<std::string>{
+              "Fuse it.\n```python\nimport torch\nclass ModelNew:\n    pass\n```\n",
+              "I would rather not write code today.",
+              "Cut off:\n```python\nclass ModelNew:\n    def f("},
+          &seen),
+      co);
   auto gen = opt::make_llm_generator(client, kRoot / "data/prompts", kRoot / "data/skills", "s1");
   auto p = problem("cpu");
   std::vector<opt::Attempt> history;
@@ -192,8 +208,10 @@ TEST(LlmGenerator, UsesCodeAndRecordsMalformedRepliesAsFailures) {
   a.number = 1;
   a.verdict = "incorrect";
   a.error = "trial 1: max abs error 3.5 at index 17";
-  a.diagnosis = {{"bottleneck", "correctness"}, {"evidence", {"mismatch"}},
-                 {"suggestions", json::array({{{"action", "mask the tail"}, {"expected_gain", 0}}})}};
+  a.diagnosis = {
+      {"bottleneck", "correctness"},
+      {"evidence", {"mismatch"}},
+      {"suggestions", json::array({{{"action", "mask the tail"}, {"expected_gain", 0}}})}};
   history.push_back(a);
   auto g2 = gen->next(p, history);
   EXPECT_TRUE(g2.source.empty());
@@ -267,8 +285,9 @@ TEST(Report, KeysVerdictsAndMarkdown) {
   good.speedup = 2.5;
   good.runtime_us = 40;
   good.evaluation_id = 8;
-  good.summary = {{"roofline", {{"bytes", 8e6}, {"bandwidth_bytes_per_s", 4e11},
-                                {"fraction_of_speed_of_light", 0.5}}}};
+  good.summary = {
+      {"roofline",
+       {{"bytes", 8e6}, {"bandwidth_bytes_per_s", 4e11}, {"fraction_of_speed_of_light", 0.5}}}};
   out.attempts.push_back(good);
   out.best = 1;
   out.best_path = "/out/best_19_ReLU.py";
@@ -303,17 +322,10 @@ TEST(Session, OptionsAndAttemptsRoundTripThroughTheStore) {
   auto back = opt::Options::from_json(json::parse(o.to_json().dump()));
   EXPECT_EQ(back.to_json(), o.to_json());
 
-  ok::store::SessionRow s;
-  s.id = opt::new_session_id();
+  auto s = opt::new_session_row(opt::new_session_id(), o);
   EXPECT_EQ(s.id[0], 's');
-  s.reference = o.reference;
-  s.name = o.name;
-  s.backend = o.backend;
-  s.model = o.model;
-  s.mode = o.mode;
-  s.status = "running";
-  s.options_json = o.to_json().dump();
-  s.out_dir = o.out_dir.string();
+  EXPECT_EQ(s.status, "running");
+  EXPECT_EQ(s.options_json, o.to_json().dump());
   ASSERT_TRUE(st->insert_session(s));
   ok::store::AttemptRow a;
   a.session = s.id;
