@@ -15,6 +15,7 @@ from .protocol import clean_floats, private_stdio_channel
 
 def handle(req: dict[str, Any]) -> dict[str, Any]:
     from .analyze import analyze
+    from .baseline import baseline
     from .device_info import device_info
     from .evaluate import EnvironmentProblem, evaluate
     from .inspect_problem import inspect
@@ -32,6 +33,8 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "result": analyze(str(req["reference"]),
                                                   {str(k): str(v) for k, v in
                                                    (req.get("overrides") or {}).items()})}
+        if op == "baseline":
+            return {"ok": True, "result": baseline(req)}
         if op == "device_info":
             return {"ok": True, "result": device_info(str(req.get("device") or "cpu"))}
         if op == "ping":

@@ -923,69 +923,9 @@ class Evaluation:
         self.result["speedup_compile"] = k / c if c and k else None
 
     def _time_compiled(self, ref_model: Any, mode: str) -> dict[str, Any]:
-        import torch
-
-        compiled = torch.compile(ref_model)
-        inputs = make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
-        t0 = time.monotonic()
-        with torch.no_grad():
-            got = flatten(compiled(*inputs))
-        timing.synchronize(self.device)
-        compile_s = time.monotonic() - t0
-        with torch.no_grad():
-            expected = flatten(ref_model(*inputs))
-        comparison = Comparison()
-        if len(got) != len(expected):
-            comparison.fail(f"{len(got)} outputs instead of {len(expected)}")
-        for i, (e, g) in enumerate(zip(expected, got)):
-            compare_values(e, g, f"output {i}", comparison)
-        del got, expected, inputs
-        if not comparison.ok:
-            return {"ok": False, "compile_s": compile_s,
-                    "reason": "torch.compile(reference) disagrees with the reference: " +
-                              "; ".join(comparison.reasons[:2])}
-        probe = make_inputs(self.ref.module, 0, self.device)
-        per_set = max(tensor_nbytes(probe), 1)
-        del probe
-        if self.device.startswith("cuda"):
-            free = torch.cuda.mem_get_info(torch.device(self.device))[0]
-        else:
-            free = 256 << 20
-        size = timing.graph_pool_size(per_set, free, cap=16 if mode == "cuda_graph" else 8)
-        pool = [make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
-                for _ in range(size)]
-        flush = timing.flush_buffer(self.device)
         budget = max(1.0, self.opts.timing_budget_s / 2)
-        method, note = mode, None
-        graph = None
-        if mode == "cuda_graph":
-            try:
-                graph = timing.GraphTimer(compiled, pool, self.device)
-            except Exception as e:  # noqa: BLE001
-                method, note = "events", f"CUDA-graph capture failed: {type(e).__name__}: {e}"
-        samples: list[float] = []
-        deadline = time.monotonic() + budget
-        while True:
-            for entry in pool:
-                refresh_inputs(entry, self.ref.module, self.rng.getrandbits(31), self.device)
-            if graph is not None:
-                us, _ = graph.replay(flush)
-                samples.append(us / size)
-            else:
-                times, _, _ = timing.time_block(compiled, pool, size, self.device, flush,
-                                                keep_outputs=False)
-                samples += times
-            if (time.monotonic() >= deadline or len(samples) >= self.opts.max_timing_samples
-                    or (len(samples) >= self.opts.min_timing_samples
-                        and timing.relative_stderr(samples) < self.opts.target_rse)):
-                break
-        if graph is not None:
-            graph.close()
-        out: dict[str, Any] = {"ok": True, "reason": None, "compile_s": compile_s,
-                               "method": method, "runtime_us": timing.stats(samples)}
-        if note:
-            out["note"] = note[:500]
-        return out
+        return time_compiled(ref_model, self.ref.module, self.device, self.rng, mode, budget,
+                             self.opts)
 
     def _cpu_check(self, walls: list[tuple[float, float, int]], cpu_us: float) -> None:
         """CPU candidates: the CPU time the kernel charged to the candidate's processes (read
@@ -1083,6 +1023,86 @@ class Evaluation:
             "candidate": {"path": self.opts.candidate, "source": self.candidate_source,
                           "source_hash": hashlib.sha256(self.candidate_source.encode()).hexdigest()},
         }
+
+
+def time_compiled(ref_model: Any, module: Any, device: str, rng: Random, mode: str,
+                  budget_s: float, opts: Options) -> dict[str, Any]:
+    """Compiles ref_model with torch.compile, checks it against ref_model on fresh inputs and
+    times it with time_in_worker. {ok, reason, compile_s, method, runtime_us}."""
+    import torch
+
+    compiled = torch.compile(ref_model)
+    inputs = make_inputs(module, rng.getrandbits(31), device)
+    t0 = time.monotonic()
+    with torch.no_grad():
+        got = flatten(compiled(*inputs))
+    timing.synchronize(device)
+    compile_s = time.monotonic() - t0
+    with torch.no_grad():
+        expected = flatten(ref_model(*inputs))
+    comparison = Comparison()
+    if len(got) != len(expected):
+        comparison.fail(f"{len(got)} outputs instead of {len(expected)}")
+    for i, (e, g) in enumerate(zip(expected, got)):
+        compare_values(e, g, f"output {i}", comparison)
+    del got, expected, inputs
+    if not comparison.ok:
+        return {"ok": False, "compile_s": compile_s,
+                "reason": "torch.compile(reference) disagrees with the reference: " +
+                          "; ".join(comparison.reasons[:2])}
+    out = time_in_worker(compiled, module, device, rng, mode, budget_s, opts)
+    return {"ok": True, "reason": None, "compile_s": compile_s, **out}
+
+
+def time_in_worker(fn: Any, module: Any, device: str, rng: Random, mode: str, budget_s: float,
+                   opts: Options) -> dict[str, Any]:
+    """Times a trusted callable in this process (the torch.compile baseline, `openkernel
+    baseline`) the way candidates are timed: a pool of input sets refreshed with new contents
+    before each block, the cache flushed before each call, events per call or ("cuda_graph")
+    one graph replay per block. Stops at budget_s, max_timing_samples, or once the relative
+    standard error falls below target_rse. {method, runtime_us[, note]}."""
+    import torch
+
+    probe = make_inputs(module, 0, device)
+    per_set = max(tensor_nbytes(probe), 1)
+    del probe
+    if device.startswith("cuda"):
+        free = torch.cuda.mem_get_info(torch.device(device))[0]
+    else:
+        free = 256 << 20
+    size = timing.graph_pool_size(per_set, free, cap=16 if mode == "cuda_graph" else 8)
+    pool = [make_inputs(module, rng.getrandbits(31), device) for _ in range(size)]
+    flush = timing.flush_buffer(device)
+    method, note = mode, None
+    graph = None
+    if mode == "cuda_graph":
+        try:
+            graph = timing.GraphTimer(fn, pool, device)
+        except Exception as e:  # noqa: BLE001
+            method, note = "events", f"CUDA-graph capture failed: {type(e).__name__}: {e}"
+    if graph is None:
+        timing.time_block(fn, pool, min(3, size), device, flush, keep_outputs=False)  # warm-up
+    samples: list[float] = []
+    deadline = time.monotonic() + budget_s
+    while True:
+        for entry in pool:
+            refresh_inputs(entry, module, rng.getrandbits(31), device)
+        if graph is not None:
+            us, _ = graph.replay(flush)
+            samples.append(us / size)
+        else:
+            times, _, _ = timing.time_block(fn, pool, size, device, flush, keep_outputs=False)
+            samples += times
+        if (time.monotonic() >= deadline or len(samples) >= opts.max_timing_samples
+                or (len(samples) >= opts.min_timing_samples
+                    and timing.relative_stderr(samples) < opts.target_rse)):
+            break
+    if graph is not None:
+        graph.close()
+    out: dict[str, Any] = {"method": method, "runtime_us": timing.stats(samples)}
+    if note:
+        out["note"] = note[:500]
+    return out
 
 
 def evaluate(req: dict[str, Any]) -> dict[str, Any]:

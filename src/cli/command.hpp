@@ -25,6 +25,8 @@ void add_example_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action);
 // `score` and `compare` (score_command.cpp).
 void add_score_commands(CLI::App& app, GlobalOptions& g, Action& action);
+// `sweep` and `baseline` (sweep_command.cpp).
+void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action);
 
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);

@@ -6,9 +6,9 @@
 // the session can be resumed).
 #include <fmt/core.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
 #include "cli/context.hpp"
 #include "cli/llm_commands.hpp"
@@ -37,6 +37,7 @@ struct OptimizeOptions {
   int iterations = 0;
   std::string out;
   std::string resume;
+  std::string session_id;
   bool json = false;
   std::string python;
   long long seed = -1;
@@ -64,8 +65,8 @@ optimize::Observer progress(bool quiet) {
       std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
       std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));
       if (why.size() > 160) why = why.substr(0, 157) + "...";
-      fmt::print(stderr, "[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why,
-                 a.wall_s, best, e.cost_usd);
+      fmt::print(stderr, "[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why, a.wall_s,
+                 best, e.cost_usd);
     } else if (e.kind == "stopped") {
       fmt::print(stderr, "stopped: {}\n", e.text);
     } else if (e.kind == "warning") {
@@ -95,7 +96,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
                            fmt::format("no session {} in {}", o.resume, st->path().string())});
     json saved = json::parse((*row)->options_json, nullptr, false);
     if (saved.is_discarded())
-      return report_error({ErrorKind::kBadInput, "session " + o.resume + " has unreadable options"});
+      return report_error(
+          {ErrorKind::kBadInput, "session " + o.resume + " has unreadable options"});
     opts = optimize::Options::from_json(saved);
     session = o.resume;
     if (o.iterations > 0) opts.iterations = o.iterations;  // a resume may extend the search
@@ -103,8 +105,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     auto rows = st->attempts(session);
     if (!rows) return report_error(rows.error());
     resumed = optimize::attempts_from_rows(*rows);
-    fmt::print(stderr, "resuming session {} after {} recorded attempt{}\n", session,
-               resumed.size(), resumed.size() == 1 ? "" : "s");
+    fmt::print(stderr, "resuming session {} after {} recorded attempt{}\n", session, resumed.size(),
+               resumed.size() == 1 ? "" : "s");
   } else {
     auto prob = resolve_problem(o.problem, *cfg);
     if (!prob) return report_error(prob.error());
@@ -123,27 +125,28 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     opts.timeout_s = o.timeout;
     opts.timing_budget_s = o.timing_budget;
     opts.no_sandbox = o.no_sandbox;
-    session = optimize::new_session_id();
-    opts.out_dir = std::filesystem::absolute(
-        o.out.empty() ? std::filesystem::path("openkernel-out") / session
-                      : std::filesystem::path(o.out));
+    session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
+    if (!o.session_id.empty()) {
+      auto existing = st->find_session(session);
+      if (!existing) return report_error(existing.error());
+      if (*existing)
+        return report_error(
+            {ErrorKind::kUsage, fmt::format("session {} exists in {}; continue it with --resume {}",
+                                            session, st->path().string(), session)});
+    }
+    opts.out_dir =
+        std::filesystem::absolute(o.out.empty() ? std::filesystem::path("openkernel-out") / session
+                                                : std::filesystem::path(o.out));
   }
 
   auto worker = start_worker(*cfg, o.python);
   if (!worker) return report_error(worker.error());
-  const bool gpu = worker->hello().value("cuda_available", false);
+  auto backend = choose_backend(*worker, o.resume.empty() ? o.backend : opts.backend, "triton");
+  if (!backend) return report_error(backend.error());
   if (o.resume.empty()) {
-    opts.backend = o.backend.empty() ? (gpu ? "triton" : "cpu") : o.backend;
-    unsigned hw = std::thread::hardware_concurrency();
-    opts.threads = o.threads > 0 ? o.threads
-                                 : (opts.backend == "cpu" ? static_cast<int>(std::clamp(hw, 1u, 8u))
-                                                          : 0);
+    opts.backend = *backend;
+    opts.threads = threads_for(opts.backend, o.threads);
   }
-  if (opts.backend != "cpu" && !gpu)
-    return report_error({ErrorKind::kEnvironment,
-                         fmt::format("--backend {} needs an NVIDIA GPU, but the worker's torch sees "
-                                     "none on this machine; use --backend cpu",
-                                     opts.backend)});
   if (opts.no_sandbox)
     fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
 
@@ -161,24 +164,14 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     endpoint = *ep;
   }
 
-  if (o.resume.empty()) {
-    store::SessionRow row;
-    row.id = session;
-    row.reference = opts.reference;
-    row.name = opts.name;
-    row.backend = opts.backend;
-    row.model = opts.model;
-    row.mode = opts.mode;
-    row.status = "running";
-    row.options_json = opts.to_json().dump();
-    row.out_dir = opts.out_dir.string();
-    if (auto r = st->insert_session(row); !r) return report_error(r.error());
-  }
   std::error_code ec;
   std::filesystem::create_directories(opts.out_dir, ec);
   if (ec)
-    return report_error({ErrorKind::kBadInput, fmt::format("cannot create {}: {}",
-                                                           opts.out_dir.string(), ec.message())});
+    return report_error({ErrorKind::kBadInput,
+                         fmt::format("cannot create {}: {}", opts.out_dir.string(), ec.message())});
+  if (o.resume.empty())
+    if (auto r = st->insert_session(optimize::new_session_row(session, opts)); !r)
+      return report_error(r.error());
   fmt::print(stderr, "session {}  (resume with: openkernel optimize --resume {})\n", session,
              session);
 
@@ -191,8 +184,9 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     for (const auto& a : resumed) c += a.cost_usd;
     return c;
   }();
-  llm::Ledger ledger(opts.budget_usd ? std::optional<double>(std::max(0.0, *opts.budget_usd - already))
-                                     : std::nullopt);
+  llm::Ledger ledger(opts.budget_usd
+                         ? std::optional<double>(std::max(0.0, *opts.budget_usd - already))
+                         : std::nullopt);
   std::unique_ptr<llm::StoreRecorder> recorder;
   std::unique_ptr<llm::Client> client;
   std::unique_ptr<optimize::Generator> generator;
@@ -204,7 +198,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     critic = optimize::make_heuristic_critic();
   } else {
     auto rec = llm::StoreRecorder::open(st->path(), llm::Redactor(endpoint->api_key));
-    if (rec) recorder = std::move(*rec);
+    if (rec)
+      recorder = std::move(*rec);
     else
       fmt::print(stderr, "openkernel: warning: model calls are not recorded: {}\n",
                  llm::Redactor(endpoint->api_key).apply(rec.error().message));
@@ -226,7 +221,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.cancel = &llm::cancel_flag();
   deps.observer = progress(g.quiet);
   deps.cache_dir = util::cache_dir().string();
-  auto outcome = optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
+  auto outcome =
+      optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
   if (!outcome) return report_error(outcome.error());
 
   json report = optimize::report_json(opts, *outcome);
@@ -242,8 +238,10 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   else
     fmt::print("{}\nReports: {} and report.json\n", md, report["report_md"].get<std::string>());
   if (outcome->status == "interrupted") {
-    fmt::print(stderr, "interrupted: the best so far is kept; continue with "
-                       "`openkernel optimize --resume {}`\n", session);
+    fmt::print(stderr,
+               "interrupted: the best so far is kept; continue with "
+               "`openkernel optimize --resume {}`\n",
+               session);
     return kInterrupted;
   }
   return 0;
@@ -254,7 +252,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
 void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto o = std::make_shared<OptimizeOptions>();
   auto* cmd = app.add_subcommand(
-      "optimize", "Generate, verify and time kernels for a reference; keep the fastest correct one");
+      "optimize",
+      "Generate, verify and time kernels for a reference; keep the fastest correct one");
   add_problem_options(cmd, o->problem);
   add_llm_options(cmd, o->llm, true);
   cmd->add_option("--backend", o->backend,
@@ -264,9 +263,20 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
       ->check(CLI::IsMember({"fast", "deep"}));
   cmd->add_option("--iterations", o->iterations,
                   "Attempts at most (default: 6 in fast mode, 16 in deep mode)");
-  cmd->add_option("--out", o->out, "Folder for the attempts, best kernel and reports "
-                                   "(default ./openkernel-out/SESSION)");
+  cmd->add_option("--out", o->out,
+                  "Folder for the attempts, best kernel and reports "
+                  "(default ./openkernel-out/SESSION)");
   cmd->add_option("--resume", o->resume, "Continue a recorded session");
+  cmd->add_option("--session", o->session_id,
+                  "Id for the new session (default: generated; sweeps name their sessions)")
+      ->check([](const std::string& id) -> std::string {
+        if (id.empty() || id.size() > 64) return "a session id has 1 to 64 characters";
+        for (char c : id)
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+            return "a session id holds letters, digits, '-', '_' and '.' only";
+        return "";
+      })
+      ->excludes("--resume");
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");

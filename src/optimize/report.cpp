@@ -68,6 +68,17 @@ json report_json(const Options& o, const Outcome& out) {
         bw_frac = bytes / (*best->runtime_us * 1e-6) / bw;
     }
   }
+  // The best evaluation's integrity flags (names; docs/evaluation.md), for sweeps' TSV.
+  json flags = json::array();
+  if (best && best->summary.is_object() && best->summary.contains("flags") &&
+      best->summary["flags"].is_array())
+    for (const auto& f : best->summary["flags"]) {
+      if (f.is_string())
+        flags.push_back(f);
+      else if (f.is_object() && f.contains("name"))
+        flags.push_back(f["name"]);
+    }
+  j["flags"] = std::move(flags);
   j["fraction_of_speed_of_light"] = sol;
   j["bandwidth_fraction"] = bw_frac;
   j["best_candidate"] = best ? json(out.best_path.string()) : json(nullptr);
@@ -110,29 +121,29 @@ std::string report_markdown(const json& r) {
                     r.value("model", ""), r.value("mode", ""),
                     r["device"].is_string() ? r["device"].get<std::string>() : "?");
   md += "\n## Result\n\n";
-  md += fmt::format("| verdict | speedup vs eager | speedup vs torch.compile | runtime | eager | "
-                    "speed of light | cost |\n|---|---|---|---|---|---|---|\n");
-  md += fmt::format("| {} | {} | {} | {} | {} | {} | ${:.4f} |\n\n", r.value("verdict", ""),
-                    fmt_opt(r["speedup"], "{:.3f}x"),
-                    fmt_opt(r["speedup_compile"], "{:.3f}x", "n/a"),
-                    fmt_opt(r["runtime_us"], "{:.1f} us"),
-                    fmt_opt(r["eager_runtime_us"], "{:.1f} us"),
-                    r["fraction_of_speed_of_light"].is_number()
-                        ? fmt::format("{:.0f}%",
-                                      100 * r["fraction_of_speed_of_light"].get<double>())
-                        : std::string("-"),
-                    r.value("cost_usd", 0.0));
+  md += fmt::format(
+      "| verdict | speedup vs eager | speedup vs torch.compile | runtime | eager | "
+      "speed of light | cost |\n|---|---|---|---|---|---|---|\n");
+  md += fmt::format(
+      "| {} | {} | {} | {} | {} | {} | ${:.4f} |\n\n", r.value("verdict", ""),
+      fmt_opt(r["speedup"], "{:.3f}x"), fmt_opt(r["speedup_compile"], "{:.3f}x", "n/a"),
+      fmt_opt(r["runtime_us"], "{:.1f} us"), fmt_opt(r["eager_runtime_us"], "{:.1f} us"),
+      r["fraction_of_speed_of_light"].is_number()
+          ? fmt::format("{:.0f}%", 100 * r["fraction_of_speed_of_light"].get<double>())
+          : std::string("-"),
+      r.value("cost_usd", 0.0));
   if (r["best_candidate"].is_string())
     md += fmt::format("Best kernel: `{}` (attempt {}).\n\n", r["best_candidate"].get<std::string>(),
                       r["best_attempt"].dump());
   else
     md += "No correct kernel was found.\n\n";
-  md += "## Attempts\n\n| # | verdict | speedup | runtime | bottleneck | wall | cost | what |\n"
-        "|---|---|---|---|---|---|---|---|\n";
+  md +=
+      "## Attempts\n\n| # | verdict | speedup | runtime | bottleneck | wall | cost | what |\n"
+      "|---|---|---|---|---|---|---|---|\n";
   for (const auto& a : r["history"]) {
     md += fmt::format("| {} | {} | {} | {} | {} | {:.1f} s | ${:.4f} | {} |\n",
-                      a.value("number", 0), a.value("verdict", ""), fmt_opt(a["speedup"], "{:.3f}x"),
-                      fmt_opt(a["runtime_us"], "{:.1f} us"),
+                      a.value("number", 0), a.value("verdict", ""),
+                      fmt_opt(a["speedup"], "{:.3f}x"), fmt_opt(a["runtime_us"], "{:.1f} us"),
                       a["bottleneck"].is_string() ? a["bottleneck"].get<std::string>() : "-",
                       a.value("wall_s", 0.0), a.value("cost_usd", 0.0), a.value("description", ""));
   }

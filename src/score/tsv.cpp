@@ -159,4 +159,37 @@ util::Result<std::vector<Row>> read_tsv(const std::filesystem::path& path) {
   return parse_tsv(*text, path.string());
 }
 
+namespace {
+
+std::string field(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return out;
+}
+
+std::string number(const std::optional<double>& v) {
+  return v ? fmt::format("{:.6g}", *v) : "";
+}
+
+}  // namespace
+
+std::string format_tsv(const std::vector<Row>& rows) {
+  std::string out;
+  for (size_t i = 0; i < std::size(kColumns); ++i) {
+    if (i) out += '\t';
+    out += kColumns[i];
+  }
+  out += '\n';
+  for (const auto& r : rows) {
+    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", r.level,
+                       r.problem_id, field(r.name), field(r.backend), field(r.model),
+                       r.correct ? "true" : "false", number(r.runtime_us), number(r.eager_us),
+                       number(r.compile_us), number(r.speedup_eager), number(r.speedup_compile),
+                       r.attempts ? std::to_string(*r.attempts) : "", number(r.cost_usd),
+                       field(r.verdict), field(r.flags));
+  }
+  return out;
+}
+
 }  // namespace ok::score

@@ -37,4 +37,8 @@ struct Row {
 util::Result<std::vector<Row>> parse_tsv(std::string_view text, std::string_view source);
 util::Result<std::vector<Row>> read_tsv(const std::filesystem::path& path);
 
+// The TSV text of `rows` (header first, rows in the given order; numbers with enough digits to
+// read back, empty optionals as empty fields; tabs and newlines in text fields become spaces).
+std::string format_tsv(const std::vector<Row>& rows);
+
 }  // namespace ok::score

@@ -126,7 +126,26 @@ CREATE TABLE attempts (
 );
 )sql";
 
-constexpr std::array<std::string_view, 3> kMigrations = {kV1, kV2, kV3};
+// Version 4: `openkernel baseline` figures, newest per (problem, device, backend) wins.
+constexpr std::string_view kV4 = R"sql(
+CREATE TABLE baselines (
+  id INTEGER PRIMARY KEY,
+  problem_id INTEGER NOT NULL REFERENCES problems(id),
+  device TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  method TEXT NOT NULL,
+  eager_us REAL,
+  compile_us REAL,
+  compile_reason TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  versions TEXT NOT NULL,
+  result TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX baselines_problem ON baselines(problem_id, device, backend);
+)sql";
+
+constexpr std::array<std::string_view, 4> kMigrations = {kV1, kV2, kV3, kV4};
 }  // namespace
 
 std::span<const std::string_view> migrations() {

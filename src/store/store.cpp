@@ -1,5 +1,7 @@
 #include "store/store.hpp"
 
+#include <fmt/core.h>
+
 #include <chrono>
 #include <thread>
 
@@ -209,6 +211,141 @@ util::Result<std::vector<AttemptRow>> Store::attempts(const std::string& session
     out.push_back(std::move(a));
   }
   return out;
+}
+
+util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
+  {
+    auto src = Store::open(other);  // brings it to this schema version
+    if (!src) return std::unexpected(src.error());
+  }
+  {
+    auto st = db_.prepare("ATTACH DATABASE ?1 AS src");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, other.string());
+    if (auto r = st->run(); !r) return std::unexpected(r.error());
+  }
+  auto detach = [this] { (void)db_.exec("DETACH DATABASE src"); };
+  if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) {
+    detach();
+    return std::unexpected(r.error());
+  }
+  auto abort = [&](util::Error e) -> util::Result<int> {
+    (void)db_.exec("ROLLBACK");
+    detach();
+    return std::unexpected(std::move(e));
+  };
+  // Evaluations keep their order and get ids above this store's, so attempts map by offset.
+  int64_t offset = 0;
+  {
+    auto st = db_.prepare("SELECT COALESCE(MAX(id), 0) FROM main.evaluations");
+    if (!st) return abort(st.error());
+    if (auto r = st->step(); !r) return abort(r.error());
+    offset = st->col_int(0);
+  }
+  constexpr const char* kMapProblem =
+      "(SELECT m.id FROM main.problems m JOIN src.problems p ON p.source_hash = m.source_hash "
+      "WHERE p.id = {})";
+  constexpr const char* kMapCandidate =
+      "(SELECT m.id FROM main.candidates m JOIN src.candidates c ON c.source_hash = "
+      "m.source_hash WHERE c.id = {})";
+  const std::string sessions = "(SELECT id FROM src.sessions)";
+  const std::string sql = fmt::format(
+      "DELETE FROM main.attempts WHERE session IN {s};"
+      "DELETE FROM main.evaluations WHERE session IN {s};"
+      "DELETE FROM main.llm_calls WHERE session IN {s};"
+      "DELETE FROM main.sessions WHERE id IN {s};"
+      "INSERT OR IGNORE INTO main.problems(source_hash, name, path, level, problem_number, "
+      "source, created_at) SELECT source_hash, name, path, level, problem_number, source, "
+      "created_at FROM src.problems;"
+      "INSERT OR IGNORE INTO main.candidates(source_hash, source, path, created_at) "
+      "SELECT source_hash, source, path, created_at FROM src.candidates;"
+      "INSERT INTO main.evaluations(id, problem_id, candidate_id, session, verdict, compiled, "
+      "correct, valid, speedup, runtime_median_us, ref_runtime_median_us, max_abs_error, "
+      "max_rel_error, backend, device, flags, reasons, overrides, versions, result, wall_s, "
+      "created_at) SELECT e.id + {off}, {p}, {c}, e.session, e.verdict, e.compiled, e.correct, "
+      "e.valid, e.speedup, e.runtime_median_us, e.ref_runtime_median_us, e.max_abs_error, "
+      "e.max_rel_error, e.backend, e.device, e.flags, e.reasons, e.overrides, e.versions, "
+      "e.result, e.wall_s, e.created_at FROM src.evaluations e WHERE e.session IN {s};"
+      "INSERT INTO main.sessions(id, problem_id, reference, name, backend, model, mode, status, "
+      "options, out_dir, best_attempt, best_speedup, compile_runtime_us, cost_usd, created_at, "
+      "updated_at) SELECT x.id, {px}, x.reference, x.name, x.backend, x.model, x.mode, "
+      "x.status, x.options, x.out_dir, x.best_attempt, x.best_speedup, x.compile_runtime_us, "
+      "x.cost_usd, x.created_at, x.updated_at FROM src.sessions x;"
+      "INSERT INTO main.attempts(session, number, generator, candidate_id, evaluation_id, path, "
+      "verdict, correct, speedup, runtime_us, error, cost_usd, params, description, diagnosis, "
+      "wall_s, created_at) SELECT a.session, a.number, a.generator, {ca}, a.evaluation_id + "
+      "{off}, a.path, a.verdict, a.correct, a.speedup, a.runtime_us, a.error, a.cost_usd, "
+      "a.params, a.description, a.diagnosis, a.wall_s, a.created_at FROM src.attempts a;"
+      "INSERT INTO main.llm_calls(session, purpose, provider, model, base_url, stream, request, "
+      "response, stop_reason, status, error_kind, error, http_status, attempts, input_tokens, "
+      "output_tokens, cached_input_tokens, usage_estimated, cost_usd, cost_estimated, "
+      "latency_ms, ttft_ms, started_at, created_at) SELECT session, purpose, provider, model, "
+      "base_url, stream, request, response, stop_reason, status, error_kind, error, "
+      "http_status, attempts, input_tokens, output_tokens, cached_input_tokens, "
+      "usage_estimated, cost_usd, cost_estimated, latency_ms, ttft_ms, started_at, created_at "
+      "FROM src.llm_calls WHERE session IN {s};",
+      fmt::arg("s", sessions), fmt::arg("off", offset),
+      fmt::arg("p", fmt::format(fmt::runtime(kMapProblem), "e.problem_id")),
+      fmt::arg("c", fmt::format(fmt::runtime(kMapCandidate), "e.candidate_id")),
+      fmt::arg("px", fmt::format(fmt::runtime(kMapProblem), "x.problem_id")),
+      fmt::arg("ca", fmt::format(fmt::runtime(kMapCandidate), "a.candidate_id")));
+  if (auto r = db_.exec(sql); !r) return abort(r.error());
+  int count = 0;
+  {
+    auto st = db_.prepare("SELECT COUNT(*) FROM src.sessions");
+    if (!st) return abort(st.error());
+    if (auto r = st->step(); !r) return abort(r.error());
+    count = static_cast<int>(st->col_int(0));
+  }
+  if (auto r = db_.exec("COMMIT"); !r) return abort(r.error());
+  detach();
+  return count;
+}
+
+util::Result<int64_t> Store::insert_baseline(const BaselineRow& b) {
+  auto st = db_.prepare(
+      "INSERT INTO baselines(problem_id, device, backend, method, eager_us, compile_us, "
+      "compile_reason, threads, versions, result) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, b.problem_id)
+      .bind(2, b.device)
+      .bind(3, b.backend)
+      .bind(4, b.method)
+      .bind(5, b.eager_us)
+      .bind(6, b.compile_us)
+      .bind(7, b.compile_reason)
+      .bind(8, int64_t{b.threads})
+      .bind(9, b.versions_json)
+      .bind(10, b.result_json);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  return db_.last_insert_id();
+}
+
+util::Result<std::optional<BaselineRow>> Store::latest_baseline(const std::string& source_hash,
+                                                                const std::string& device,
+                                                                const std::string& backend) {
+  auto st = db_.prepare(
+      "SELECT b.problem_id, b.device, b.backend, b.method, b.eager_us, b.compile_us, "
+      "b.compile_reason, b.threads, b.versions, b.result FROM baselines b JOIN problems p ON "
+      "p.id = b.problem_id WHERE p.source_hash = ?1 AND b.device = ?2 AND b.backend = ?3 "
+      "ORDER BY b.id DESC LIMIT 1");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, source_hash).bind(2, device).bind(3, backend);
+  auto r = st->step();
+  if (!r) return std::unexpected(r.error());
+  if (!*r) return std::optional<BaselineRow>();
+  BaselineRow b;
+  b.problem_id = st->col_int(0);
+  b.device = st->col_text(1);
+  b.backend = st->col_text(2);
+  b.method = st->col_text(3);
+  if (!st->col_null(4)) b.eager_us = st->col_double(4);
+  if (!st->col_null(5)) b.compile_us = st->col_double(5);
+  b.compile_reason = st->col_text(6);
+  b.threads = static_cast<int>(st->col_int(7));
+  b.versions_json = st->col_text(8);
+  b.result_json = st->col_text(9);
+  return std::optional<BaselineRow>(std::move(b));
 }
 
 }  // namespace ok::store

@@ -48,7 +48,7 @@ struct SessionRow {
   std::string id;
   std::optional<int64_t> problem_id;
   std::string reference, name, backend, model, mode;
-  std::string status;          // running, finished, interrupted, failed
+  std::string status;               // running, finished, interrupted, failed
   std::string options_json = "{}";  // everything --resume needs to continue the same search
   std::string out_dir;
   std::optional<int64_t> best_attempt;
@@ -74,6 +74,16 @@ struct AttemptRow {
   double wall_s = 0;
 };
 
+// `openkernel baseline`: the reference's eager and torch.compile times on one device (version 4).
+struct BaselineRow {
+  int64_t problem_id = 0;
+  std::string device, backend, method;  // method: events, cuda_graph or wall (CPU)
+  std::optional<double> eager_us, compile_us;
+  std::string compile_reason;  // why compile_us is empty
+  int threads = 0;
+  std::string versions_json = "{}", result_json = "{}";
+};
+
 class Store {
  public:
   // The default location: $XDG_DATA_HOME/openkernel/openkernel.db.
@@ -91,6 +101,18 @@ class Store {
   util::Result<std::optional<SessionRow>> find_session(const std::string& id);
   util::Result<int64_t> insert_attempt(const AttemptRow& a);
   util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
+
+  // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls and
+  // the problems and candidates they use) into this one, replacing earlier copies of the same
+  // sessions, in one transaction. Returns how many sessions were copied. Used to gather the
+  // per-task stores of a SLURM sweep; `other` is migrated to this version first.
+  util::Result<int> merge_sessions(const std::filesystem::path& other);
+
+  util::Result<int64_t> insert_baseline(const BaselineRow& b);
+  // The newest baseline of a problem (by source hash) on a device and backend, if any.
+  util::Result<std::optional<BaselineRow>> latest_baseline(const std::string& source_hash,
+                                                           const std::string& device,
+                                                           const std::string& backend);
 
   Database& db() { return db_; }
   const std::filesystem::path& path() const { return path_; }

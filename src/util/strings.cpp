@@ -38,6 +38,15 @@ static bool parse_int(std::string_view s, int& v) {
 
 constexpr int kMaxRangeSpan = 100000;
 
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
 bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& error) {
   out.clear();
   for (const auto& part : split(spec, ',')) {

@@ -9,6 +9,7 @@ namespace ok::util {
 
 std::vector<std::string> split(std::string_view s, char sep);
 std::string trim(std::string_view s);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
 bool starts_with(std::string_view s, std::string_view prefix);
 // Parses "1-20,35" into a sorted list without duplicates; nullopt-like empty + error text on
 // failure.

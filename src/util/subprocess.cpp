@@ -28,16 +28,23 @@ static void close_fd(int& fd) {
 Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   if (opts.argv.empty()) return fail(ErrorKind::kInternal, "spawn: empty argv");
   int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  int err_file = -1;
+  int err_file = -1, out_file = -1;
   auto close_all = [&] {
     for (int* fd : {&in_pipe[0], &in_pipe[1], &out_pipe[0], &out_pipe[1], &err_pipe[0],
-                    &err_pipe[1], &err_file})
+                    &err_pipe[1], &err_file, &out_file})
       close_fd(*fd);
   };
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) {
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || (!opts.stdout_file && pipe2(out_pipe, O_CLOEXEC) != 0)) {
     std::string msg = std::string("pipe: ") + strerror(errno);
     close_all();
     return fail(ErrorKind::kInternal, msg);
+  }
+  if (opts.stdout_file) {
+    out_file = ::open(opts.stdout_file->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out_file < 0) {
+      close_all();
+      return fail(ErrorKind::kInternal, "cannot open " + opts.stdout_file->string());
+    }
   }
   if (opts.stderr_file) {
     err_file = ::open(opts.stderr_file->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -78,7 +85,7 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   if (pid == 0) {
     setpgid(0, 0);
     dup2(in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
+    dup2(out_file >= 0 ? out_file : out_pipe[1], 1);
     dup2(err_file >= 0 ? err_file : err_pipe[1], 2);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     execvpe(argv[0], argv.data(), envp.data());
@@ -90,9 +97,13 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   Subprocess p;
   p.pid_ = pid;
   ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
   p.in_fd_ = in_pipe[1];
-  p.out_fd_ = out_pipe[0];
+  if (out_file >= 0) {
+    ::close(out_file);
+  } else {
+    ::close(out_pipe[1]);
+    p.out_fd_ = out_pipe[0];
+  }
   if (err_file >= 0) {
     ::close(err_file);
   } else {
@@ -165,6 +176,8 @@ void Subprocess::drain_stderr_nonblocking() {
 }
 
 Result<std::string> Subprocess::read_line(std::chrono::steady_clock::time_point deadline) {
+  if (out_fd_ < 0 && out_buf_.empty())
+    return fail(ErrorKind::kInternal, "the child's stdout is closed or goes to a file");
   while (true) {
     auto nl = out_buf_.find('\n');
     if (nl != std::string::npos) {

@@ -1,8 +1,8 @@
 // A child process with pipes, owned by RAII.
 //
-// Subprocess starts a program in its own process group with stdin/stdout piped to the parent and
-// stderr either inherited, piped, or sent to a file. The destructor kills the whole group and reaps
-// it, so no child outlives its owner. Not thread-safe: one owner thread per object.
+// Subprocess starts a program in its own process group with stdin piped from the parent, stdout
+// piped or sent to a file, and stderr piped or sent to a file. The destructor kills the whole group
+// and reaps it, so no child outlives its owner. Not thread-safe: one owner thread per object.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +24,7 @@ struct SpawnOptions {
   std::vector<std::string> env_unset;
   std::optional<std::filesystem::path> cwd;
   std::optional<std::filesystem::path> stderr_file;  // else stderr is captured into a pipe
+  std::optional<std::filesystem::path> stdout_file;  // else stdout is a pipe (read_line)
 };
 
 struct ExitStatus {

@@ -10,6 +10,7 @@
 #include "store/migrations.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
+#include "util/paths.hpp"
 
 namespace fs = std::filesystem;
 using ok::store::Database;
@@ -254,6 +255,116 @@ TEST_F(StoreTest, InsertsAndCountsEvaluations) {
   EXPECT_TRUE(st->col_null(2));
   EXPECT_EQ(st->col_text(4), "session-1");
   EXPECT_FALSE(st->step().value_or(true));
+}
+
+// A session with two attempts (one evaluated) written into `s`, as optimize writes it.
+void write_session(Store& s, const std::string& id, const std::string& problem_hash,
+                   const std::string& cand_hash, const EvaluationRow& proto) {
+  auto p = s.upsert_problem({problem_hash, "P", "/p.py", 1, 19, "src"});
+  auto c = s.upsert_candidate({cand_hash, "src " + cand_hash, "/c.py"});
+  ASSERT_TRUE(p && c);
+  ok::store::SessionRow row;
+  row.id = id;
+  row.problem_id = *p;
+  row.reference = "/p.py";
+  row.name = "P";
+  row.backend = "cpu";
+  row.model = "builtin";
+  row.mode = "fast";
+  row.status = "finished";
+  row.out_dir = "/out";
+  ASSERT_TRUE(s.insert_session(row).has_value());
+  EvaluationRow e = proto;
+  e.problem_id = *p;
+  e.candidate_id = *c;
+  e.session = id;
+  auto eid = s.insert_evaluation(e);
+  ASSERT_TRUE(eid.has_value());
+  ok::store::AttemptRow a;
+  a.session = id;
+  a.number = 1;
+  a.generator = "builtin";
+  a.candidate_id = *c;
+  a.evaluation_id = *eid;
+  a.verdict = "correct";
+  a.correct = true;
+  a.speedup = 1.5;
+  ASSERT_TRUE(s.insert_attempt(a).has_value());
+  a.number = 2;
+  a.evaluation_id.reset();
+  a.candidate_id.reset();
+  a.verdict = "generation_failed";
+  a.correct = false;
+  ASSERT_TRUE(s.insert_attempt(a).has_value());
+}
+
+TEST_F(StoreTest, MergeSessionsCopiesSessionsWithTheirRowsAndIsRepeatable) {
+  // The main store already has rows of its own (ids 1..), so copied ids must be remapped.
+  auto main = open();
+  write_session(main, "local", "ph", "c-local", evaluation(0, 0, "correct"));
+  fs::path other = dir_ / "task.db";
+  {
+    auto t = Store::open(other);
+    ASSERT_TRUE(t.has_value());
+    write_session(*t, "w-1", "ph", "c-task", evaluation(0, 0, "correct"));  // same problem
+  }
+  for (int round = 0; round < 2; ++round) {  // a second merge replaces, never duplicates
+    auto n = main.merge_sessions(other);
+    ASSERT_TRUE(n.has_value()) << n.error().message;
+    EXPECT_EQ(*n, 1);
+    EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM sessions"), 2);
+    EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM problems"), 1);
+    EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM candidates"), 2);
+    EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM evaluations"), 2);
+    EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM attempts WHERE session = 'w-1'"), 2);
+    // The copied attempt points at the copied evaluation and candidate, by content.
+    EXPECT_EQ(scalar(main.db(),
+                     "SELECT COUNT(*) FROM attempts a JOIN evaluations e ON e.id = a.evaluation_id "
+                     "JOIN candidates c ON c.id = a.candidate_id WHERE a.session = 'w-1' AND "
+                     "e.session = 'w-1' AND c.source_hash = 'c-task'"),
+              1);
+    EXPECT_EQ(scalar(main.db(),
+                     "SELECT COUNT(*) FROM sessions s JOIN problems p ON "
+                     "p.id = s.problem_id WHERE s.id = 'w-1' AND p.source_hash = 'ph'"),
+              1);
+  }
+  auto fk = main.db().prepare("PRAGMA foreign_key_check");
+  ASSERT_TRUE(fk.has_value());
+  EXPECT_FALSE(fk->step().value_or(true)) << "a copied row points nowhere";
+}
+
+TEST_F(StoreTest, MergeSessionsReportsAnUnreadableStore) {
+  auto main = open();
+  fs::path bad = dir_ / "bad.db";
+  ASSERT_TRUE(ok::util::write_file(bad, "not a database at all, just text").has_value());
+  auto n = main.merge_sessions(bad);
+  EXPECT_FALSE(n.has_value());
+  EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM sessions"), 0);
+}
+
+TEST_F(StoreTest, BaselinesKeepTheNewestPerProblemDeviceAndBackend) {
+  auto s = open();
+  auto p = s.upsert_problem({"ph", "P", "/p.py", 1, 1, "src"});
+  ASSERT_TRUE(p.has_value());
+  ok::store::BaselineRow b;
+  b.problem_id = *p;
+  b.device = "NVIDIA H200";
+  b.backend = "triton";
+  b.method = "events";
+  b.eager_us = 10;
+  b.compile_reason = "failed";
+  ASSERT_TRUE(s.insert_baseline(b).has_value());
+  b.eager_us = 9;
+  b.compile_us = 7;
+  b.compile_reason.clear();
+  ASSERT_TRUE(s.insert_baseline(b).has_value());
+  auto got = s.latest_baseline("ph", "NVIDIA H200", "triton");
+  ASSERT_TRUE(got.has_value() && got->has_value());
+  EXPECT_DOUBLE_EQ(*(*got)->eager_us, 9);
+  EXPECT_DOUBLE_EQ(*(*got)->compile_us, 7);
+  auto none = s.latest_baseline("ph", "cpu", "cpu");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->has_value());
 }
 
 TEST_F(StoreTest, EvaluationMustReferenceExistingRows) {

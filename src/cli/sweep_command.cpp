@@ -1,0 +1,394 @@
+// `openkernel sweep`: optimize every selected KernelBench problem of a level, locally (one slot per
+// GPU) or as a SLURM job array, into a results TSV (docs/tsv.md) that `score` and `compare` read.
+// `openkernel baseline`: the reference's eager and torch.compile times per problem on this device,
+// stored so later sweeps and reports compare within one machine. docs/sweep.md has the details.
+//
+// Exit codes (sweep): 0 every selected problem has a finished run; 1 some runs failed (their rows
+// say verdict `error`; re-running the command retries them); 2 bad usage or input; 130 interrupted
+// (re-run the same command to continue). Baseline: 0 all measured, 1 some failed, 2 bad usage.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/context.hpp"
+#include "llm/cancel.hpp"
+#include "problems/kernelbench.hpp"
+#include "score/report.hpp"
+#include "sweep/sweep.hpp"
+#include "util/paths.hpp"
+#include "util/strings.hpp"
+
+namespace ok::cli {
+
+using nlohmann::json;
+using util::ErrorKind;
+
+namespace {
+
+constexpr int kInterrupted = 130;
+
+struct SweepCliOptions {
+  int level = 0;
+  std::string problems;
+  std::string kernelbench_dir;
+  std::string backend, model, base_url, mode = "fast";
+  int iterations = 0;
+  double budget_usd = 0;
+  std::string output;
+  std::string executor = "local";
+  std::string gpus;
+  int jobs = 0;
+  std::vector<std::string> slurm_args;
+  std::string python;
+  long long seed = 1;
+  int trials = 5;
+  double timeout = 300, timing_budget = 4;
+  bool no_sandbox = false, json = false;
+};
+
+std::string duration(double s) {
+  if (s < 0) return "?";
+  int t = static_cast<int>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+sweep::Observer sweep_progress(bool quiet) {
+  return [quiet](const sweep::Progress& p) {
+    if (quiet && p.kind != "warning" && p.kind != "failed") return;
+    std::string where =
+        p.task ? fmt::format("L{}/{} {}", p.task->level, p.task->number, p.task->name) : "";
+    std::string tail = fmt::format("fast_1 {}/{}  ETA {}", p.fast_1, p.scored, duration(p.eta_s));
+    if (p.kind == "planned") {
+      fmt::print(stderr, "sweep  {}\n", p.text);
+    } else if (p.kind == "started") {
+      fmt::print(stderr, "[{:>3}/{}] start  {}  ({}session {})\n", p.done, p.total, where,
+                 p.slot.empty() ? "" : "gpu " + p.slot + ", ", p.text);
+    } else if (p.kind == "finished" && p.row) {
+      const auto& r = *p.row;
+      std::string what = r.correct && r.speedup_eager
+                             ? fmt::format("correct {:.3f}x", *r.speedup_eager)
+                             : r.verdict;
+      fmt::print(stderr, "[{:>3}/{}] done   {}  {}  ({})  {}\n", p.done, p.total, where, what,
+                 duration(p.wall_s), tail);
+    } else if (p.kind == "failed") {
+      fmt::print(stderr, "[{:>3}/{}] FAILED {}  {}  {}\n", p.done, p.total, where, p.text, tail);
+    } else if (p.kind == "stopped") {
+      fmt::print(stderr, "sweep  {} {}\n", where, p.text);
+    } else if (p.kind == "warning") {
+      fmt::print(stderr, "openkernel: warning: {} {}\n", where, p.text);
+    }
+    std::fflush(stderr);
+  };
+}
+
+util::Result<std::filesystem::path> kb_dir(const std::string& flag, const config::Config& cfg) {
+  return problems::kernelbench_dir(flag.empty() ? std::nullopt : std::optional(flag),
+                                   cfg.kernelbench_dir);
+}
+
+int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
+  auto cfg = config::load_default();
+  if (!cfg) return report_error(cfg.error());
+  if (c.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
+  if (c.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
+  if (c.jobs < 0) return report_error({ErrorKind::kUsage, "--jobs must be positive"});
+  if (c.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
+  if (c.executor == "slurm" && (!c.gpus.empty() || c.jobs > 0))
+    return report_error({ErrorKind::kUsage,
+                         "--gpus and --jobs are for --executor local; SLURM places each task "
+                         "(pass --slurm-arg for partitions, GPUs and limits)"});
+  sweep::Options o;
+  o.level = c.level;
+  if (!c.problems.empty()) {
+    auto sel = sweep::parse_selection(c.problems);
+    if (!sel) return report_error(sel.error());
+    o.problems = *sel;
+  }
+  auto dir = kb_dir(c.kernelbench_dir, *cfg);
+  if (!dir) return report_error(dir.error());
+  o.kernelbench_dir = std::filesystem::absolute(*dir);
+  if (!c.gpus.empty()) {
+    for (const auto& raw : util::split(c.gpus, ',')) {
+      std::string id = util::trim(raw);
+      if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+        return report_error(
+            {ErrorKind::kUsage, fmt::format("--gpus '{}': give GPU indices such as 0,1", c.gpus)});
+      o.gpus.push_back(id);
+    }
+  }
+  o.jobs = c.jobs > 0 ? c.jobs : 1;
+  o.executor = c.executor;
+  o.slurm_args = c.slurm_args;
+  o.model = !c.model.empty() ? c.model : cfg->model.value_or("builtin");
+  o.base_url = c.base_url;
+  o.mode = c.mode;
+  o.iterations = c.iterations;
+  if (c.budget_usd > 0) o.budget_usd = c.budget_usd;
+  o.python = c.python;
+  o.seed = static_cast<uint64_t>(c.seed);
+  o.trials = c.trials;
+  o.timeout_s = c.timeout;
+  o.timing_budget_s = c.timing_budget;
+  o.no_sandbox = c.no_sandbox;
+  o.output = std::filesystem::absolute(!c.output.empty()
+                                           ? std::filesystem::path(c.output)
+                                           : std::filesystem::path("results") /
+                                                 fmt::format("level{}_{}.tsv", c.level, o.model));
+  std::error_code ec;
+  o.binary = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return report_error({ErrorKind::kInternal, "cannot find the openkernel executable"});
+  auto st = open_store(g, *cfg);
+  if (!st) return report_error(st.error());
+  o.db = std::filesystem::absolute(st->path());
+
+  // The backend, decided once for the whole sweep (every row must share it).
+  o.backend = c.backend;
+  if (o.backend.empty() || o.backend != "cpu") {
+    auto worker = start_worker(*cfg, c.python);
+    if (!worker) return report_error(worker.error());
+    auto b = choose_backend(*worker, c.backend, "triton");
+    if (!b) return report_error(b.error());
+    o.backend = *b;
+  }
+  if (!o.gpus.empty() && o.backend == "cpu")
+    return report_error({ErrorKind::kUsage,
+                         "--gpus needs a GPU backend (triton or cuda); on "
+                         "the CPU use --jobs"});
+
+  auto tasks = sweep::plan(o);
+  if (!tasks) return report_error(tasks.error());
+  if (o.no_sandbox)
+    fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
+  fmt::print(stderr, "sweep  level {}, {} problems, backend {}, model {}, executor {} -> {}\n",
+             o.level, tasks->size(), o.backend, o.model, o.executor, o.output.string());
+
+  llm::install_interrupt_handler();
+  auto t0 = std::chrono::steady_clock::now();
+  auto out =
+      o.executor == "slurm"
+          ? sweep::run_slurm(o, std::move(*tasks), &llm::cancel_flag(), sweep_progress(g.quiet))
+          : sweep::run_local(o, std::move(*tasks), &llm::cancel_flag(), sweep_progress(g.quiet));
+  if (!out) return report_error(out.error());
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  json summary = {{"output", o.output.string()},
+                  {"work_dir", sweep::work_dir(o.output).string()},
+                  {"db", o.db.string()},
+                  {"planned", out->planned},
+                  {"skipped", out->skipped},
+                  {"ran", out->ran},
+                  {"failed", out->failed},
+                  {"interrupted", out->interrupted},
+                  {"wall_s", wall}};
+  if (!out->rows.empty()) summary["score"] = score::score_json(out->rows);
+  if (c.json) {
+    fmt::print("{}\n", summary.dump());
+  } else {
+    fmt::print("Results: {} ({} rows; {} ran now, {} done before, {} failed, {})\n",
+               o.output.string(), out->rows.size(), out->ran, out->skipped, out->failed,
+               duration(wall));
+    if (!out->rows.empty()) fmt::print("{}", score::score_text(out->rows));
+  }
+  if (out->interrupted) {
+    fmt::print(stderr, "interrupted: re-run the same command to continue where it stopped\n");
+    return kInterrupted;
+  }
+  return out->failed > 0 ? 1 : 0;
+}
+
+// -- baseline ------------------------------------------------------------------------------------
+
+struct BaselineCliOptions {
+  int level = 0;
+  std::string problems;
+  std::string kernelbench_dir;
+  std::string backend;
+  std::string python;
+  double timing_budget = 4;
+  int threads = 0;
+  std::string cuda_graph = "auto";
+  bool no_compile = false, json = false;
+};
+
+int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
+  auto cfg = config::load_default();
+  if (!cfg) return report_error(cfg.error());
+  std::vector<int> selection;
+  if (!c.problems.empty()) {
+    auto sel = sweep::parse_selection(c.problems);
+    if (!sel) return report_error(sel.error());
+    selection = *sel;
+  }
+  auto dir = kb_dir(c.kernelbench_dir, *cfg);
+  if (!dir) return report_error(dir.error());
+  auto all = problems::list_level(*dir, c.level);
+  if (!all) return report_error(all.error());
+  std::vector<problems::ProblemRef> chosen;
+  for (int n : selection) {
+    auto it = std::find_if(all->begin(), all->end(), [n](const auto& p) { return p.number == n; });
+    if (it == all->end())
+      return report_error({ErrorKind::kBadInput, fmt::format("level {} in {} has no problem {}",
+                                                             c.level, dir->string(), n)});
+    chosen.push_back(*it);
+  }
+  if (selection.empty()) chosen = *all;
+  auto st = open_store(g, *cfg);
+  if (!st) return report_error(st.error());
+  auto worker = start_worker(*cfg, c.python);
+  if (!worker) return report_error(worker.error());
+  auto backend = choose_backend(*worker, c.backend, "triton");
+  if (!backend) return report_error(backend.error());
+  const int threads = threads_for(*backend, c.threads);
+
+  llm::install_interrupt_handler();
+  json rows = json::array();
+  int failed = 0;
+  if (!g.quiet)
+    fmt::print(stderr, "baseline  level {}, {} problems, backend {}\n", c.level, chosen.size(),
+               *backend);
+  if (!c.json)
+    fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", "level", "problem", "name",
+               "eager_us", "compile_us", "method", "note");
+  for (const auto& p : chosen) {
+    if (llm::cancel_flag().load()) break;
+    json req = {
+        {"op", "baseline"},         {"reference", std::filesystem::absolute(p.path).string()},
+        {"backend", *backend},      {"timing_budget_s", c.timing_budget},
+        {"threads", threads},       {"cuda_graph", c.cuda_graph},
+        {"compile", !c.no_compile}, {"seed", 0}};
+    auto r = worker->call(req, std::chrono::seconds(1800), &llm::cancel_flag());
+    json row = {{"level", p.level}, {"problem_id", p.number}, {"name", p.name}};
+    if (!r) {
+      if (r.error().kind == ErrorKind::kCancelled) break;
+      ++failed;
+      row["error"] = r.error().message;
+      if (!worker->alive()) {
+        auto w = start_worker(*cfg, c.python);
+        if (!w) return report_error(w.error());
+        *worker = std::move(*w);
+      }
+    } else {
+      const json& res = *r;
+      auto median = [](const json& s) -> json {
+        return s.is_object() ? s.value("median", json(nullptr)) : json(nullptr);
+      };
+      row["eager_us"] = median(res.value("eager_runtime_us", json(nullptr)));
+      row["compile_us"] = median(res.value("compile_runtime_us", json(nullptr)));
+      row["method"] = res.value("method", "");
+      row["device"] = res.value("device_name", "");
+      const json& comp = res.value("compile", json::object());
+      row["compile_reason"] = comp.is_object() ? comp.value("reason", json(nullptr)) : nullptr;
+      const json& prob = res.value("problem", json::object());
+      auto pid = st->upsert_problem({prob.value("source_hash", ""), p.name, p.path.string(),
+                                     p.level, p.number, prob.value("source", "")});
+      if (!pid) return report_error(pid.error());
+      store::BaselineRow b;
+      b.problem_id = *pid;
+      b.device = row["device"].get<std::string>();
+      b.backend = *backend;
+      b.method = row["method"].get<std::string>();
+      if (row["eager_us"].is_number()) b.eager_us = row["eager_us"].get<double>();
+      if (row["compile_us"].is_number()) b.compile_us = row["compile_us"].get<double>();
+      if (row["compile_reason"].is_string())
+        b.compile_reason = row["compile_reason"].get<std::string>();
+      b.threads = res.value("threads", 0);
+      b.versions_json = res.value("versions", json::object()).dump();
+      b.result_json = res.dump();
+      if (auto id = st->insert_baseline(b); !id) return report_error(id.error());
+    }
+    if (!c.json) {
+      auto num = [](const json& v) {
+        return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("-");
+      };
+      std::string note = row.contains("error") ? "error: " + row["error"].get<std::string>()
+                         : row["compile_reason"].is_string()
+                             ? row["compile_reason"].get<std::string>()
+                             : "";
+      if (note.size() > 100) note = note.substr(0, 97) + "...";
+      fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", p.level, p.number,
+                 p.name.substr(0, 40), num(row.value("eager_us", json(nullptr))),
+                 num(row.value("compile_us", json(nullptr))), row.value("method", "-"), note);
+      std::fflush(stdout);
+    }
+    rows.push_back(std::move(row));
+  }
+  if (c.json)
+    fmt::print("{}\n", json{{"level", c.level},
+                            {"backend", *backend},
+                            {"db", st->path().string()},
+                            {"baselines", rows},
+                            {"failed", failed}}
+                           .dump());
+  if (llm::cancel_flag().load()) return kInterrupted;
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
+  auto o = std::make_shared<SweepCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "sweep", "Optimize a KernelBench level's problems into a results TSV (resumable)");
+  cmd->add_option("--level", o->level, "KernelBench level")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--problems", o->problems, "Problem numbers, e.g. 1-20,35 (default: all)");
+  cmd->add_option("--kernelbench-dir", o->kernelbench_dir, "KernelBench directory");
+  cmd->add_option("--backend", o->backend,
+                  "triton, cuda or cpu (default: triton with a GPU, else cpu)")
+      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  cmd->add_option("--model", o->model, "builtin or a model from the registry (default: config)");
+  cmd->add_option("--base-url", o->base_url, "OpenAI-compatible endpoint for --model");
+  cmd->add_option("--mode", o->mode, "fast or deep (default fast)")
+      ->check(CLI::IsMember({"fast", "deep"}));
+  cmd->add_option("--iterations", o->iterations, "Attempts per problem (default: the mode's)");
+  cmd->add_option("--budget-usd", o->budget_usd, "LLM spending limit per problem");
+  cmd->add_option("--output", o->output,
+                  "Results TSV (default results/level<L>_<model>.tsv); problem folders go "
+                  "beside it, in a folder of the same name");
+  cmd->add_option("--executor", o->executor, "local or slurm (default local)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--gpus", o->gpus,
+                  "GPU indices, one worker each, e.g. 0,1,2,3 (repeat an index to share a GPU)");
+  cmd->add_option("--jobs", o->jobs, "Problems at once without --gpus (default 1)");
+  cmd->add_option("--slurm-arg", o->slurm_args,
+                  "Extra sbatch argument, e.g. --slurm-arg=--partition=gpu (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--python", o->python, "Python interpreter with torch for the workers");
+  cmd->add_option("--seed", o->seed, "Seed; each problem's is derived from it (default 1)");
+  cmd->add_option("--trials", o->trials, "Correctness trials per candidate (default 5)");
+  cmd->add_option("--timeout", o->timeout, "Limit in seconds per candidate step (default 300)");
+  cmd->add_option("--timing-budget", o->timing_budget,
+                  "Seconds of timing per candidate (default 4)");
+  cmd->add_flag("--no-sandbox", o->no_sandbox,
+                "Run candidates without the sandbox (dangerous; see docs/evaluation.md)");
+  cmd->add_flag("--json", o->json, "Print one JSON summary (with the score) as the last line");
+  cmd->add_option("--db", g.db, "Store database");
+  cmd->callback([&g, &action, o] { action = [&g, o] { return run_sweep(g, *o); }; });
+
+  auto b = std::make_shared<BaselineCliOptions>();
+  auto* base = app.add_subcommand(
+      "baseline", "Time each problem's reference, eager and torch.compile, on this device");
+  base->add_option("--level", b->level, "KernelBench level")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  base->add_option("--problems", b->problems, "Problem numbers, e.g. 1-20,35 (default: all)");
+  base->add_option("--kernelbench-dir", b->kernelbench_dir, "KernelBench directory");
+  base->add_option("--backend", b->backend,
+                   "The device to time on: triton/cuda (GPU) or cpu (default: GPU if present)")
+      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  base->add_option("--python", b->python, "Python interpreter with torch for the worker");
+  base->add_option("--timing-budget", b->timing_budget,
+                   "Seconds of timing per measurement (default 4)");
+  base->add_option("--threads", b->threads, "CPU threads (default: cores, at most 8, on the CPU)");
+  base->add_option("--cuda-graph", b->cuda_graph,
+                   "auto (graph replay below 50 us eager), on or off (default auto)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  base->add_flag("--no-compile", b->no_compile, "Skip torch.compile");
+  base->add_flag("--json", b->json, "Print one JSON object as the last line");
+  base->add_option("--db", g.db, "Store database");
+  base->callback([&g, &action, b] { action = [&g, b] { return run_baseline(g, *b); }; });
+}
+
+}  // namespace ok::cli

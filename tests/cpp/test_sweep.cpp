@@ -1,0 +1,204 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "score/tsv.hpp"
+#include "sweep/sweep.hpp"
+#include "util/paths.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ok::sweep::parse_selection;
+using ok::util::ErrorKind;
+
+namespace {
+
+class SweepFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "ok-sweep-XXXXXX").string();
+    dir_ = ::mkdtemp(tmpl.data());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  ok::sweep::Task task(int level, int number, const std::string& name) {
+    ok::sweep::Task t;
+    t.level = level;
+    t.number = number;
+    t.name = name;
+    t.dir = ok::sweep::work_dir(dir_ / "r.tsv") / (std::string("L") + std::to_string(level) + "_" +
+                                                   (number < 10    ? "00"
+                                                    : number < 100 ? "0"
+                                                                   : "") +
+                                                   std::to_string(number) + "_" + name);
+    fs::create_directories(t.dir);
+    return t;
+  }
+  static void write(const fs::path& p, const json& j) {
+    ASSERT_TRUE(ok::util::write_file(p, j.dump()).has_value());
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST(SweepSelection, ParsesNumbersAndRangesSortedWithoutRepeats) {
+  auto v = parse_selection("35, 1-3,2,10-10");
+  ASSERT_TRUE(v.has_value()) << v.error().message;
+  EXPECT_EQ(*v, (std::vector<int>{1, 2, 3, 10, 35}));
+}
+
+TEST(SweepSelection, RejectsMalformedSelectionsAsUsageErrors) {
+  for (const char* bad : {"", "  ", "5-3", "a", "1,,2", "1-", "-3", "0", "0-2", "1-2-3"}) {
+    auto v = parse_selection(bad);
+    ASSERT_FALSE(v.has_value()) << "'" << bad << "' was accepted";
+    EXPECT_EQ(v.error().kind, ErrorKind::kUsage);
+    EXPECT_NE(v.error().message.find("selection"), std::string::npos) << v.error().message;
+  }
+}
+
+TEST(SweepPaths, WorkFolderSitsBesideTheTsv) {
+  EXPECT_EQ(ok::sweep::work_dir("results/X.tsv"), fs::path("results/X"));
+  EXPECT_EQ(ok::sweep::work_dir("results/X"), fs::path("results/X.d"));
+}
+
+TEST(SweepTsv, FormattedRowsReadBackThroughTheScoreParser) {
+  ok::score::Row a;
+  a.level = 1;
+  a.problem_id = 19;
+  a.name = "ReLU\twith tab";
+  a.backend = "triton";
+  a.model = "builtin";
+  a.correct = true;
+  a.runtime_us = 3034.125;
+  a.eager_us = 3100;
+  a.compile_us = 3050;
+  a.speedup_eager = 3100 / 3034.125;
+  a.speedup_compile = 3050 / 3034.125;
+  a.attempts = 3;
+  a.cost_usd = 0;
+  a.verdict = "correct";
+  a.flags = "graph_much_faster,excessive_speedup";
+  ok::score::Row b;
+  b.level = 1;
+  b.problem_id = 20;
+  b.name = "Broken";
+  b.backend = "triton";
+  b.model = "builtin";
+  b.verdict = "error";
+  std::string text = ok::score::format_tsv({a, b});
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "level\tproblem_id\tname\tbackend\tmodel\tcorrect\truntime_us\teager_us\tcompile_us\t"
+            "speedup_eager\tspeedup_compile\tattempts\tcost_usd\tverdict\tflags");
+  auto rows = ok::score::parse_tsv(text, "t.tsv");
+  ASSERT_TRUE(rows.has_value()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].name, "ReLU with tab");
+  EXPECT_NEAR(*(*rows)[0].runtime_us, 3034.125, 1e-2);
+  EXPECT_NEAR(*(*rows)[0].speedup_eager, a.speedup_eager.value(), 1e-5);
+  EXPECT_EQ((*rows)[0].attempts, 3);
+  EXPECT_EQ((*rows)[0].flags, a.flags);
+  EXPECT_FALSE((*rows)[1].correct);
+  EXPECT_FALSE((*rows)[1].runtime_us.has_value());
+  EXPECT_FALSE((*rows)[1].attempts.has_value());
+}
+
+TEST_F(SweepFiles, TaskRowsComeFromReportsAndErrorsAndTheTsvIsSorted) {
+  auto relu = task(1, 19, "ReLU");
+  write(relu.dir / "report.json", {{"status", "finished"},
+                                   {"backend", "cuda"},
+                                   {"model", "builtin"},
+                                   {"verdict", "correct"},
+                                   {"speedup", 2.0},
+                                   {"speedup_compile", 1.5},
+                                   {"runtime_us", 10.0},
+                                   {"eager_runtime_us", 20.0},
+                                   {"compile_runtime_us", 15.0},
+                                   {"attempts", 4},
+                                   {"cost_usd", 0.25},
+                                   {"flags", {"graph_much_faster"}}});
+  auto wrong = task(1, 3, "Matmul");
+  write(wrong.dir / "report.json", {{"status", "finished"},
+                                    {"backend", "cuda"},
+                                    {"model", "builtin"},
+                                    {"verdict", "incorrect"},
+                                    {"speedup", nullptr},
+                                    {"runtime_us", 5.0},
+                                    {"eager_runtime_us", 8.0},
+                                    {"attempts", 2},
+                                    {"cost_usd", 0},
+                                    {"flags", json::array()}});
+  auto failed = task(1, 7, "Conv");
+  write(failed.dir / "error.json",
+        {{"verdict", "error"}, {"backend", "cuda"}, {"model", "builtin"}, {"message", "boom"}});
+  task(1, 8, "NotStarted");  // a folder without a report or error has no row
+  EXPECT_EQ(ok::sweep::task_state(relu), ok::sweep::TaskState::kDone);
+  EXPECT_EQ(ok::sweep::task_state(failed), ok::sweep::TaskState::kStarted);
+
+  auto rows = ok::sweep::write_results(dir_ / "r.tsv");
+  ASSERT_TRUE(rows.has_value()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].problem_id, 3);
+  EXPECT_EQ((*rows)[1].problem_id, 7);
+  EXPECT_EQ((*rows)[2].problem_id, 19);
+  const auto& m = (*rows)[0];
+  EXPECT_FALSE(m.correct);
+  EXPECT_FALSE(m.runtime_us.has_value());  // an incorrect kernel's time is not reported
+  EXPECT_DOUBLE_EQ(*m.eager_us, 8.0);
+  const auto& e = (*rows)[1];
+  EXPECT_EQ(e.verdict, "error");
+  EXPECT_EQ(e.backend, "cuda");
+  const auto& r = (*rows)[2];
+  EXPECT_TRUE(r.correct);
+  EXPECT_DOUBLE_EQ(*r.speedup_eager, 2.0);
+  EXPECT_DOUBLE_EQ(*r.compile_us, 15.0);
+  EXPECT_EQ(r.flags, "graph_much_faster");
+  auto back = ok::score::read_tsv(dir_ / "r.tsv");
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->size(), 3u);
+}
+
+TEST_F(SweepFiles, AnInterruptedReportIsNotDone) {
+  auto t = task(2, 5, "Gemm");
+  write(t.dir / "report.json", {{"status", "interrupted"}, {"verdict", "no_attempts"}});
+  EXPECT_EQ(ok::sweep::task_state(t), ok::sweep::TaskState::kStarted);
+}
+
+TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
+  ok::sweep::Options o;
+  o.binary = "/bin/openkernel";
+  o.kernelbench_dir = "/kb";
+  o.backend = "triton";
+  o.model = "builtin";
+  o.iterations = 3;
+  o.seed = 7;
+  ok::sweep::Task t;
+  t.level = 1;
+  t.number = 19;
+  t.name = "ReLU";
+  t.dir = "/r/x/L1_019_ReLU";
+  t.session = "w-1";
+  auto fresh = ok::sweep::task_command(o, t, false, "/db");
+  auto has = [](const std::vector<std::string>& a, const std::string& flag,
+                const std::string& value) {
+    auto it = std::find(a.begin(), a.end(), flag);
+    return it != a.end() && it + 1 != a.end() && *(it + 1) == value;
+  };
+  EXPECT_EQ(fresh[0], "/bin/openkernel");
+  EXPECT_EQ(fresh[1], "optimize");
+  EXPECT_TRUE(has(fresh, "--session", "w-1"));
+  EXPECT_TRUE(has(fresh, "--problem", "19"));
+  EXPECT_TRUE(has(fresh, "--out", "/r/x/L1_019_ReLU"));
+  EXPECT_TRUE(has(fresh, "--db", "/db"));
+  EXPECT_TRUE(has(fresh, "--iterations", "3"));
+  EXPECT_TRUE(has(fresh, "--seed", "1026"));  // 7 + 1 * 1000 + 19
+  auto resumed = ok::sweep::task_command(o, t, true, "/db");
+  EXPECT_TRUE(has(resumed, "--resume", "w-1"));
+  EXPECT_TRUE(has(resumed, "--iterations", "3"));
+  EXPECT_EQ(std::find(resumed.begin(), resumed.end(), "--problem"), resumed.end());
+}

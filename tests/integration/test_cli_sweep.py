@@ -1,0 +1,288 @@
+"""`openkernel sweep` and `openkernel baseline` end to end on the CPU, over a small
+KernelBench-format folder (fixtures/minibench: three real problems and one broken reference):
+the TSV's exact columns, the score recomputed by hand from the TSV, resume after Ctrl-C,
+bad flags, and the SLURM executor against a real single-node SLURM (tests/slurm/local_slurm.sh;
+skipped with its reason where SLURM cannot be started).
+
+    /usr/bin/python3 -m pytest -q tests/integration/test_cli_sweep.py
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = Path(__file__).resolve().parent / "fixtures/minibench"
+BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
+PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
+SLURM = ROOT / "tests/slurm/local_slurm.sh"
+QUICK = ["--backend", "cpu", "--model", "builtin", "--trials", "2",
+         "--timing-budget", "0.3", "--timeout", "120", "--kernelbench-dir", str(BENCH)]
+COLUMNS = ["level", "problem_id", "name", "backend", "model", "correct", "runtime_us", "eager_us",
+           "compile_us", "speedup_eager", "speedup_compile", "attempts", "cost_usd", "verdict",
+           "flags"]
+
+pytestmark = pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}")
+
+
+def env_for(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp / "config"),
+           "XDG_CACHE_HOME": str(tmp / "cache"), "XDG_DATA_HOME": str(tmp / "data")}
+    env.pop("OPENKERNEL_API_KEY", None)
+    return {**env, **(extra or {})}
+
+
+def openkernel(tmp: Path, *args: str, timeout: float = 600,
+               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BINARY), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env_for(tmp, extra_env), cwd=tmp)
+
+
+def sweep(tmp: Path, *args: str, **kw: Any) -> tuple[subprocess.CompletedProcess[str], dict | None]:
+    if "--iterations" not in args:
+        args = ("--iterations", "1", *args)
+    p = openkernel(tmp, "sweep", "--db", str(tmp / "db.sqlite"), "--level", "1", "--json",
+                   *QUICK, *args, **kw)
+    lines = [line for line in p.stdout.splitlines() if line.strip()]
+    summary = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    return p, summary
+
+
+def read_tsv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert rows[0] == COLUMNS, rows[0]
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def hand_score(rows: list[dict[str, str]]) -> dict[str, Any]:
+    """KernelBench's definitions, computed here independently of src/score."""
+    n = len(rows)
+    speedups = [float(r["speedup_eager"]) if r["correct"] == "true" and r["speedup_eager"] else None
+                for r in rows]
+    fast = {p: sum(1 for s in speedups if s is not None and s > float(p)) / n
+            for p in ("0.0", "1.0", "1.2", "1.5", "2.0")}
+    correct = [s for s in speedups if s is not None]
+    geo = math.exp(sum(math.log(s) for s in correct) / len(correct)) if correct else None
+    fallback = math.exp(sum(math.log(s if s is not None else 1.0) for s in speedups) / n)
+    return {"n": n, "correct": sum(r["correct"] == "true" for r in rows), "fast": fast,
+            "geomean": geo, "fallback": fallback}
+
+
+def test_sweep_writes_one_row_per_problem_and_scores_match_hand_computation(tmp_path: Path) -> None:
+    p, summary = sweep(tmp_path, "--problems", "1-2,4", "--output", "results/mini.tsv")
+    assert p.returncode == 0, p.stderr
+    assert summary is not None and summary["planned"] == 3 and summary["ran"] == 3
+    out = tmp_path / "results/mini.tsv"
+    rows = read_tsv(out)
+    assert [(r["level"], r["problem_id"], r["name"]) for r in rows] == [
+        ("1", "1", "RMSNorm"), ("1", "2", "RowSum"), ("1", "4", "Broken")]
+    for r in rows[:2]:
+        assert r["correct"] == "true", r
+        assert r["backend"] == "cpu" and r["model"] == "builtin" and r["verdict"] == "correct"
+        assert float(r["runtime_us"]) > 0 and float(r["eager_us"]) > 0
+        assert math.isclose(float(r["speedup_eager"]),
+                            float(r["eager_us"]) / float(r["runtime_us"]), rel_tol=1e-3)
+        assert r["attempts"] == "1" and r["cost_usd"] == "0"
+        assert r["compile_us"] == "" or float(r["compile_us"]) > 0
+    broken = rows[2]
+    assert broken["correct"] == "false" and broken["runtime_us"] == "" and broken["speedup_eager"] == ""
+    assert broken["verdict"] != "correct"
+    # Each problem's best kernel and report are kept beside the TSV.
+    assert (tmp_path / "results/mini/L1_001_RMSNorm/best_RMSNorm.py").is_file()
+    assert (tmp_path / "results/mini/L1_002_RowSum/report.json").is_file()
+    # The score, from `openkernel score` and from the summary, against a hand computation.
+    want = hand_score(rows)
+    s = openkernel(tmp_path, "score", str(out), "--json")
+    assert s.returncode == 0, s.stderr
+    got = json.loads(s.stdout)
+    for score in (got, summary["score"]):
+        assert score["n"] == want["n"] == 3 and score["correct"] == want["correct"] == 2
+        for p_, v in want["fast"].items():
+            assert math.isclose(score["fast_p"]["eager"][p_], v), (p_, score["fast_p"])
+        assert math.isclose(score["geomean_speedup"]["eager"], want["geomean"], rel_tol=1e-4)
+        assert math.isclose(score["geomean_speedup_fallback"]["eager"], want["fallback"],
+                            rel_tol=1e-4)
+    # Every session landed once in the store.
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        sessions = db.execute("SELECT name, status FROM sessions ORDER BY name").fetchall()
+    assert sorted(n for n, _ in sessions) == ["Broken", "RMSNorm", "RowSum"]
+    # A second run of the same command has nothing left to do.
+    p2, summary2 = sweep(tmp_path, "--problems", "1-2,4", "--output", "results/mini.tsv")
+    assert p2.returncode == 0, p2.stderr
+    assert summary2["skipped"] == 3 and summary2["ran"] == 0
+    assert read_tsv(out) == rows
+
+
+def test_sweep_resumes_after_ctrl_c(tmp_path: Path) -> None:
+    args = [str(BINARY), "sweep", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
+            "--problems", "1-3", "--output", "r/x.tsv", *QUICK, "--iterations", "2"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    work = tmp_path / "r/x"
+    deadline = time.monotonic() + 300
+    # Interrupt once the first problem is done and the second has started.
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (work / "L1_001_RMSNorm/report.json").exists() and (work / "L1_002_RowSum/session").exists():
+            break
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "re-run the same command" in err
+    session2 = (work / "L1_002_RowSum/session").read_text().strip()
+    before = read_tsv(tmp_path / "r/x.tsv")
+    assert [r["problem_id"] for r in before][:1] == ["1"]
+
+    p, summary = sweep(tmp_path, "--problems", "1-3", "--output", "r/x.tsv", "--iterations", "2")
+    assert p.returncode == 0, p.stderr
+    assert summary["skipped"] == 1 and summary["ran"] == 2, summary
+    assert f"resuming {session2}" in p.stderr
+    rows = read_tsv(tmp_path / "r/x.tsv")
+    assert [r["problem_id"] for r in rows] == ["1", "2", "3"]
+    assert all(r["correct"] == "true" for r in rows), rows
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        numbers = [n for (n,) in db.execute(
+            "SELECT number FROM attempts WHERE session = ? ORDER BY number", (session2,))]
+        n_sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) == 2
+    assert n_sessions == 3
+
+
+def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
+    for args, needle in [
+        (["--problems", "5-3"], "bad problem selection"),
+        (["--problems", "x"], "bad problem selection"),
+        (["--problems", "9"], "has no problem 9"),
+        (["--gpus", "0,1"], "--gpus needs a GPU backend"),
+        (["--gpus", "a"], "give GPU indices"),
+        (["--iterations", "-1"], "--iterations"),
+        (["--executor", "pbs"], "executor"),
+        (["--executor", "slurm", "--jobs", "2"], "--executor local"),
+    ]:
+        p, _ = sweep(tmp_path, "--output", "r/bad.tsv", *args)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        assert needle in p.stderr, (args, p.stderr)
+    p = openkernel(tmp_path, "sweep", "--level", "1", "--kernelbench-dir", str(tmp_path / "nope"),
+                   "--backend", "cpu", "--model", "builtin")
+    assert p.returncode == 2 and "nope" in p.stderr, p.stderr
+
+
+def test_one_results_file_holds_one_backend_and_model(tmp_path: Path) -> None:
+    (tmp_path / "r/x").mkdir(parents=True)
+    (tmp_path / "r/x/sweep.json").write_text(json.dumps({"version": 1, "backend": "cpu",
+                                                          "model": "gpt-x"}))
+    p, _ = sweep(tmp_path, "--problems", "1", "--output", "r/x.tsv")
+    assert p.returncode == 2
+    assert "backend cpu and model gpt-x" in p.stderr and "another --output" in p.stderr
+
+
+def test_a_second_sweep_into_the_same_output_is_refused_while_one_runs(tmp_path: Path) -> None:
+    import fcntl
+
+    work = tmp_path / "r/x"
+    work.mkdir(parents=True)
+    with open(work / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        p, _ = sweep(tmp_path, "--problems", "1", "--output", "r/x.tsv")
+    assert p.returncode == 2 and "another sweep is running" in p.stderr, p.stderr
+
+
+def test_baseline_times_and_stores_each_problem(tmp_path: Path) -> None:
+    p = openkernel(tmp_path, "baseline", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
+                   "--problems", "1,4", "--kernelbench-dir", str(BENCH), "--backend", "cpu",
+                   "--timing-budget", "0.5", "--json")
+    assert p.returncode == 1, p.stderr  # problem 4's reference is broken on purpose
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["failed"] == 1 and out["backend"] == "cpu"
+    good, bad = out["baselines"]
+    assert good["problem_id"] == 1 and good["eager_us"] > 0 and good["method"] == "events"
+    assert good["device"] == "cpu"
+    assert good["compile_us"] is None or good["compile_us"] > 0
+    if good["compile_us"] is None:
+        assert good["compile_reason"]
+    assert bad["problem_id"] == 4 and "broken on purpose" in bad["error"]
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        stored = db.execute("SELECT p.name, b.device, b.backend, b.eager_us FROM baselines b "
+                            "JOIN problems p ON p.id = b.problem_id").fetchall()
+    assert stored == [("RMSNorm", "cpu", "cpu", good["eager_us"])]
+
+
+# -- SLURM ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory):
+    state = tmp_path_factory.mktemp("slurm")
+    p = subprocess.run(["bash", str(SLURM), "up", str(state)], capture_output=True, text=True,
+                       timeout=900)
+    if p.returncode == 3:
+        pytest.skip(f"SLURM cannot be started here: {p.stderr.strip()[-300:]}")
+    assert p.returncode == 0, p.stderr
+    conf = p.stdout.strip().split("=", 1)[1]
+    yield {"SLURM_CONF": conf}
+    subprocess.run(["bash", str(SLURM), "down", str(state)], capture_output=True, timeout=120)
+
+
+def test_slurm_executor_gathers_results_and_resumes_after_a_killed_array(
+        tmp_path: Path, slurm: dict[str, str]) -> None:
+    args = ["--problems", "1-2", "--output", "r/s.tsv", "--executor", "slurm", "--iterations", "2"]
+    # First run: the array is killed (as a node failure would) once the first attempts are in.
+    proc = subprocess.Popen([str(BINARY), "sweep", "--db", str(tmp_path / "db.sqlite"), "--level",
+                             "1", "--json", *QUICK, *args], cwd=tmp_path,
+                            env=env_for(tmp_path, slurm), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    work = tmp_path / "r/s"
+    deadline = time.monotonic() + 300
+    killed = False
+    while time.monotonic() < deadline and proc.poll() is None:
+        stores = [work / d / "store.db" for d in ("L1_001_RMSNorm", "L1_002_RowSum")]
+        if all(s.exists() for s in stores) and all(_attempts(s) >= 1 for s in stores):
+            job = (work / "slurm/job").read_text().strip()
+            subprocess.run(["scancel", "--signal=KILL", "--full", job], env=env_for(tmp_path, slurm),
+                           check=True, timeout=60)
+            killed = True
+            break
+        time.sleep(0.3)
+    out, err = proc.communicate(timeout=300)
+    assert killed, f"the array ended before both problems had an attempt: {err}"
+    assert proc.returncode == 1, err  # the killed problems are reported as failed
+    rows = read_tsv(tmp_path / "r/s.tsv")
+    assert "error" in {r["verdict"] for r in rows} <= {"error", "correct"}, rows
+    # Second run of the same command: resumes the recorded sessions and completes.
+    p, summary = sweep(tmp_path, *args, extra_env=slurm)
+    assert p.returncode == 0, p.stderr
+    rows = read_tsv(tmp_path / "r/s.tsv")
+    assert [r["problem_id"] for r in rows] == ["1", "2"]
+    assert all(r["correct"] == "true" and r["attempts"] == "2" for r in rows), rows
+    # Problems finished before the kill are skipped; the killed ones resume their sessions.
+    assert summary["ran"] >= 1 and summary["ran"] + summary["skipped"] == 2, summary
+    latest = max((work / "slurm").glob("array-*.sh"), key=lambda x: x.stat().st_mtime)
+    assert "--resume" in latest.read_text()
+    # The per-task stores were gathered into the sweep's store: each session once, all attempts.
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        sessions = db.execute("SELECT id, status FROM sessions ORDER BY id").fetchall()
+        attempts = db.execute("SELECT session, number, evaluation_id FROM attempts "
+                              "ORDER BY session, number").fetchall()
+        evals = {i for (i,) in db.execute("SELECT id FROM evaluations")}
+    assert len(sessions) == 2 and all(s == "finished" for _, s in sessions)
+    assert [n for _, n, _ in attempts] == [1, 2, 1, 2]
+    assert all(e in evals for _, _, e in attempts if e is not None)
+
+
+def _attempts(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as c:
+            return c.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+    except sqlite3.Error:
+        return 0
