@@ -447,6 +447,9 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
       so.argv = task_command(o, t, resume, o.db);
       if (!s.gpu.empty()) so.env_set["CUDA_VISIBLE_DEVICES"] = s.gpu;
       so.stdout_file = t.dir / "stdout.json";
+      // If the sweep is killed (even with SIGKILL), its children stop as on Ctrl-C: they keep
+      // their best and leave their sessions resumable, and no orphan races the next run.
+      so.parent_death_signal = SIGINT;
       so.stderr_file = t.dir / kLog;
       auto child = util::Subprocess::spawn(so);
       if (!child) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +77,7 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   envp.push_back(nullptr);
   std::string cwd = opts.cwd ? opts.cwd->string() : "";
 
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     std::string msg = std::string("fork: ") + strerror(errno);
@@ -84,6 +86,10 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   }
   if (pid == 0) {
     setpgid(0, 0);
+    if (opts.parent_death_signal != 0) {
+      prctl(PR_SET_PDEATHSIG, opts.parent_death_signal);
+      if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    }
     dup2(in_pipe[0], 0);
     dup2(out_file >= 0 ? out_file : out_pipe[1], 1);
     dup2(err_file >= 0 ? err_file : err_pipe[1], 2);

@@ -25,6 +25,7 @@ struct SpawnOptions {
   std::optional<std::filesystem::path> cwd;
   std::optional<std::filesystem::path> stderr_file;  // else stderr is captured into a pipe
   std::optional<std::filesystem::path> stdout_file;  // else stdout is a pipe (read_line)
+  int parent_death_signal = 0;  // sent to the child when this process dies (0: none; Linux)
 };
 
 struct ExitStatus {

@@ -160,6 +160,40 @@ def test_sweep_resumes_after_ctrl_c(tmp_path: Path) -> None:
     assert n_sessions == 3
 
 
+def test_sweep_killed_with_sigkill_resumes_and_leaves_no_orphans(tmp_path: Path) -> None:
+    args = [str(BINARY), "sweep", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
+            "--problems", "1-2", "--output", "r/k.tsv", *QUICK, "--iterations", "2"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    work = tmp_path / "r/k"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (work / "L1_001_RMSNorm/session").exists():
+            break
+        time.sleep(0.2)
+    time.sleep(3)  # inside the first problem's session
+    proc.kill()
+    proc.communicate(timeout=60)
+    # The optimize child got SIGINT from the kernel and ends by itself, keeping its session.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ps = subprocess.run(["pgrep", "-f", f"optimize --json --db {tmp_path}"],
+                            capture_output=True, text=True)
+        if not ps.stdout.strip():
+            break
+        time.sleep(0.5)
+    assert not ps.stdout.strip(), "an optimize child outlived the killed sweep"
+    p, summary = sweep(tmp_path, "--problems", "1-2", "--output", "r/k.tsv", "--iterations", "2")
+    assert p.returncode == 0, p.stderr
+    rows = read_tsv(tmp_path / "r/k.tsv")
+    assert [r["problem_id"] for r in rows] == ["1", "2"]
+    assert all(r["correct"] == "true" for r in rows), rows
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        per_session = db.execute("SELECT session, COUNT(*), MAX(number) FROM attempts "
+                                 "GROUP BY session").fetchall()
+    assert len(per_session) == 2 and all(n == m == 2 for _, n, m in per_session), per_session
+
+
 def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
     for args, needle in [
         (["--problems", "5-3"], "bad problem selection"),
