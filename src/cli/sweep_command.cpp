@@ -55,6 +55,14 @@ std::string duration(double s) {
   return fmt::format("{}s", t);
 }
 
+// "[#####.........] 12/40": problems finished (done before included) over the selection.
+std::string bar(int done, int total) {
+  constexpr int kWidth = 20;
+  int filled = total > 0 ? done * kWidth / total : 0;
+  return fmt::format("[{}{}] {:>3}/{}", std::string(filled, '#'), std::string(kWidth - filled, '.'),
+                     done, total);
+}
+
 sweep::Observer sweep_progress(bool quiet) {
   return [quiet](const sweep::Progress& p) {
     if (quiet && p.kind != "warning" && p.kind != "failed") return;
@@ -64,17 +72,17 @@ sweep::Observer sweep_progress(bool quiet) {
     if (p.kind == "planned") {
       fmt::print(stderr, "sweep  {}\n", p.text);
     } else if (p.kind == "started") {
-      fmt::print(stderr, "[{:>3}/{}] start  {}  ({}session {})\n", p.done, p.total, where,
+      fmt::print(stderr, "{} start  {}  ({}session {})\n", bar(p.done, p.total), where,
                  p.slot.empty() ? "" : "gpu " + p.slot + ", ", p.text);
     } else if (p.kind == "finished" && p.row) {
       const auto& r = *p.row;
       std::string what = r.correct && r.speedup_eager
                              ? fmt::format("correct {:.3f}x", *r.speedup_eager)
                              : r.verdict;
-      fmt::print(stderr, "[{:>3}/{}] done   {}  {}  ({})  {}\n", p.done, p.total, where, what,
-                 duration(p.wall_s), tail);
+      fmt::print(stderr, "{} done   {}  {}  ({})  {}\n", bar(p.done, p.total), where, what,
+                 p.wall_s > 0 ? duration(p.wall_s) : "-", tail);
     } else if (p.kind == "failed") {
-      fmt::print(stderr, "[{:>3}/{}] FAILED {}  {}  {}\n", p.done, p.total, where, p.text, tail);
+      fmt::print(stderr, "{} FAILED {}  {}  {}\n", bar(p.done, p.total), where, p.text, tail);
     } else if (p.kind == "stopped") {
       fmt::print(stderr, "sweep  {} {}\n", where, p.text);
     } else if (p.kind == "warning") {

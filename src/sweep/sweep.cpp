@@ -208,6 +208,9 @@ std::optional<score::Row> task_row(const Task& t) {
   row.problem_id = t.number;
   row.name = t.name;
   json r = read_json(t.dir / kReport);
+  // A session stopped before its first attempt says nothing about the problem yet: no row.
+  if (r.is_object() && r.value("status", "") != "finished" && r.value("attempts", 0) == 0)
+    r = nullptr;
   if (r.is_object()) {
     row.backend = r.value("backend", "");
     row.model = r.value("model", "");

@@ -165,8 +165,18 @@ TEST_F(SweepFiles, TaskRowsComeFromReportsAndErrorsAndTheTsvIsSorted) {
 
 TEST_F(SweepFiles, AnInterruptedReportIsNotDone) {
   auto t = task(2, 5, "Gemm");
-  write(t.dir / "report.json", {{"status", "interrupted"}, {"verdict", "no_attempts"}});
+  write(t.dir / "report.json",
+        {{"status", "interrupted"}, {"verdict", "no_attempts"}, {"attempts", 0}});
   EXPECT_EQ(ok::sweep::task_state(t), ok::sweep::TaskState::kStarted);
+  EXPECT_FALSE(ok::sweep::task_row(t).has_value());  // nothing known about it yet
+  write(t.dir / "report.json", {{"status", "interrupted"},
+                                {"verdict", "correct"},
+                                {"attempts", 1},
+                                {"speedup", 1.2},
+                                {"runtime_us", 5.0}});
+  auto row = ok::sweep::task_row(t);
+  ASSERT_TRUE(row.has_value());  // the best so far of an interrupted session counts
+  EXPECT_TRUE(row->correct);
 }
 
 TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
