@@ -104,7 +104,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
     auto rows = st->attempts(session);
     if (!rows) return report_error(rows.error());
-    resumed = optimize::attempts_from_rows(*rows);
+    resumed = optimize::attempts_from_rows(*rows, &*st);
     fmt::print(stderr, "resuming session {} after {} recorded attempt{}\n", session, resumed.size(),
                resumed.size() == 1 ? "" : "s");
   } else {

@@ -103,6 +103,8 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   if (c.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
   if (c.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
   if (c.jobs < 0) return report_error({ErrorKind::kUsage, "--jobs must be positive"});
+  if (c.jobs > 0 && !c.gpus.empty())
+    return report_error({ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both"});
   if (c.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
   if (c.executor == "slurm" && (!c.gpus.empty() || c.jobs > 0))
     return report_error({ErrorKind::kUsage,
@@ -154,7 +156,10 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
 
   // The backend, decided once for the whole sweep (every row must share it).
   o.backend = c.backend;
-  if (o.backend.empty() || o.backend != "cpu") {
+  if (c.executor == "slurm") {
+    // The GPUs are on the compute nodes, not here: no local check; a GPU backend by default.
+    if (o.backend.empty()) o.backend = "triton";
+  } else if (o.backend.empty() || o.backend != "cpu") {
     auto worker = start_worker(*cfg, c.python);
     if (!worker) return report_error(worker.error());
     auto b = choose_backend(*worker, c.backend, "triton");

@@ -119,7 +119,8 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
   return p;
 }
 
-std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows) {
+std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows,
+                                        store::Store* store) {
   std::vector<Attempt> out;
   for (const auto& r : rows) {
     Attempt a;
@@ -139,6 +140,13 @@ std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& ro
     if (a.diagnosis.is_discarded()) a.diagnosis = nullptr;
     a.wall_s = r.wall_s;
     a.evaluation_id = r.evaluation_id;
+    if (store && a.evaluation_id) {
+      auto text = store->evaluation_result(*a.evaluation_id);
+      if (text && *text) {
+        json result = json::parse(**text, nullptr, false);
+        if (result.is_object()) a.summary = summarize_result(result);
+      }
+    }
     out.push_back(std::move(a));
   }
   return out;

@@ -98,8 +98,11 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
 util::Result<Outcome> run_session(const std::string& id, const Options& o, ProblemContext problem,
                                   std::vector<Attempt> resumed, Dependencies deps);
 
-// Attempts as the store recorded them (for --resume).
-std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows);
+// Attempts as the store recorded them (for --resume), each evaluated one with its evaluation's
+// summary (flags, eager time, roofline) read back from the store, so a resumed session reports its
+// earlier best exactly as the first run would have.
+std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows,
+                                        store::Store* store = nullptr);
 
 // The store row of a new session `id` started with `o` (status running, no best yet).
 store::SessionRow new_session_row(const std::string& id, const Options& o);

@@ -213,6 +213,16 @@ util::Result<std::vector<AttemptRow>> Store::attempts(const std::string& session
   return out;
 }
 
+util::Result<std::optional<std::string>> Store::evaluation_result(int64_t id) {
+  auto st = db_.prepare("SELECT result FROM evaluations WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, id);
+  auto r = st->step();
+  if (!r) return std::unexpected(r.error());
+  if (!*r) return std::optional<std::string>();
+  return std::optional<std::string>(st->col_text(0));
+}
+
 util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
   {
     auto src = Store::open(other);  // brings it to this schema version

@@ -77,7 +77,7 @@ struct AttemptRow {
 // `openkernel baseline`: the reference's eager and torch.compile times on one device (version 4).
 struct BaselineRow {
   int64_t problem_id = 0;
-  std::string device, backend, method;  // method: events, cuda_graph or wall (CPU)
+  std::string device, backend, method;  // method: events or cuda_graph
   std::optional<double> eager_us, compile_us;
   std::string compile_reason;  // why compile_us is empty
   int threads = 0;
@@ -101,6 +101,8 @@ class Store {
   util::Result<std::optional<SessionRow>> find_session(const std::string& id);
   util::Result<int64_t> insert_attempt(const AttemptRow& a);
   util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
+  // The worker's full result JSON of evaluation `id` (nullopt when there is no such row).
+  util::Result<std::optional<std::string>> evaluation_result(int64_t id);
 
   // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls and
   // the problems and candidates they use) into this one, replacing earlier copies of the same

@@ -97,6 +97,7 @@ class Lock {
   }
   Lock(Lock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
   Lock& operator=(Lock&&) = delete;
+  int fd() const { return fd_; }
   ~Lock() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -119,6 +120,13 @@ bool store_has_session(const fs::path& db, const std::string& id) {
   if (!st) return false;
   auto row = st->find_session(id);
   return row && *row;
+}
+
+// Before a task runs again: its previous report (an interrupted session's) moves aside, so a run
+// that fails without writing a new one is not mistaken for the old result.
+void set_aside_report(const Task& t) {
+  std::error_code ec;
+  if (fs::exists(t.dir / kReport, ec)) fs::rename(t.dir / kReport, t.dir / "report.prev.json", ec);
 }
 
 // Writes error.json for a run that ended without a report.
@@ -145,7 +153,9 @@ bool settle(const Options& o, const Task& t, const util::ExitStatus& status, std
     why += ": " + report["error"].get<std::string>();
   else if (auto tail = log_tail(t.dir / kLog, 400); !tail.empty())
     why += ": " + tail.substr(tail.rfind('\n') == std::string::npos ? 0 : tail.rfind('\n') + 1);
-  if (!(status.exited && status.code == kInterrupted)) record_failure(o, t, why);
+  const bool interrupted =
+      (status.exited && status.code == kInterrupted) || (!status.exited && status.code == SIGINT);
+  if (!interrupted) record_failure(o, t, why);
   return false;
 }
 
@@ -170,6 +180,27 @@ std::string shell_quote(const std::string& s) {
       out += c;
   }
   return out + "'";
+}
+
+// Whether SLURM still lists any task of array `job`: true/false, or nullopt when squeue failed
+// for another reason than an unknown (finished and purged) job id; callers retry those.
+std::optional<bool> slurm_job_live(const std::string& job) {
+  auto q = util::run_capture({"squeue", "-h", "-j", job, "-o", "%i %T"}, std::chrono::seconds(60),
+                             /*merge_stderr=*/true);
+  if (!q) return std::nullopt;
+  std::string text = util::trim(q->output);
+  if (q->status.exited && q->status.code == 0) return !text.empty();
+  if (text.find("Invalid job id") != std::string::npos) return false;
+  return std::nullopt;
+}
+
+// Gathers a SLURM task's own store into the sweep's (idempotent: a session copied again
+// replaces its earlier copy).
+void merge_task_store(store::Store& main, const Task& t, std::string& warning) {
+  const fs::path db = t.dir / kTaskStore;
+  if (!fs::exists(db)) return;
+  if (auto m = main.merge_sessions(db); !m)
+    warning = "could not merge " + db.string() + ": " + m.error().message;
 }
 
 }  // namespace
@@ -446,8 +477,12 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
       if (!resume && t.session.empty()) t.session = new_task_session(t);
       if (auto w = write_atomic(t.dir / kSession, t.session + "\n"); !w)
         return std::unexpected(w.error());
+      set_aside_report(t);
       util::SpawnOptions so;
       so.argv = task_command(o, t, resume, o.db);
+      // Children hold the sweep's lock too: after kill -9 of the sweep, a re-run waits (is
+      // refused) until they have stopped, instead of resuming a session they still write.
+      so.inherit_fds = {lock->fd()};
       if (!s.gpu.empty()) so.env_set["CUDA_VISIBLE_DEVICES"] = s.gpu;
       so.stdout_file = t.dir / "stdout.json";
       // If the sweep is killed (even with SIGKILL), its children stop as on Ctrl-C: they keep
@@ -485,7 +520,9 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
       --running;
       std::string why;
       const bool ok = settle(o, t, *st, why);
-      const bool interrupted = st->exited && st->code == kInterrupted;
+      // 130, or killed by SIGINT before optimize installed its handler.
+      const bool interrupted =
+          (st->exited && st->code == kInterrupted) || (!st->exited && st->code == SIGINT);
       if (interrupted) out.interrupted = true;
       if (!interrupted) {
         ++done;
@@ -540,7 +577,27 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
   auto rows = write_results(o.output);
   if (!rows) return std::unexpected(rows.error());
   out.rows = *rows;
+  auto main_store = store::Store::open(o.db);
+  if (!main_store) return std::unexpected(main_store.error());
+  // Problems finished by an earlier array (even one whose sweep died) are merged now: the merge
+  // is idempotent, and a sweep that was not there to gather them must not lose them.
+  for (auto& t : tasks) {
+    if (task_state(t) != TaskState::kDone) continue;
+    std::string warning;
+    merge_task_store(*main_store, t, warning);
+    if (!warning.empty()) emit("warning", &t, warning, out.skipped, 0);
+  }
   if (pending.empty()) return out;
+  // An array from an earlier run that SLURM still runs would race a new one on the same sessions.
+  fs::path slurm_dir = work / "slurm";
+  if (std::string old = read_text(slurm_dir / "job"); !old.empty()) {
+    if (auto live = slurm_job_live(old); !live || *live)
+      return fail(ErrorKind::kUsage,
+                  fmt::format("the SLURM array {} of an earlier run into {} is still queued or "
+                              "running{}: wait for it or `scancel {}`, then re-run",
+                              old, o.output.string(), live ? "" : " (squeue did not answer)",
+                              old));
+  }
 
   // One array task per pending problem: a case statement over SLURM_ARRAY_TASK_ID, each running
   // optimize against the task's own store (SQLite's WAL cannot be shared across machines).
@@ -552,6 +609,7 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
     fs::create_directories(t.dir, ec);
     const fs::path db = t.dir / kTaskStore;
     const bool resume = store_has_session(db, t.session);
+    set_aside_report(t);
     if (!resume && t.session.empty()) t.session = new_task_session(t);
     if (auto w = write_atomic(t.dir / kSession, t.session + "\n"); !w)
       return std::unexpected(w.error());
@@ -563,7 +621,6 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
   }
   script +=
       "  *) echo \"openkernel sweep: no task ${SLURM_ARRAY_TASK_ID:-}\" >&2; exit 2 ;;\nesac\n";
-  fs::path slurm_dir = work / "slurm";
   std::error_code ec;
   fs::create_directories(slurm_dir, ec);
   auto stamp = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
@@ -612,11 +669,15 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
   int done = out.skipped;
   bool cancelled = false;
   auto last_poll = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  int squeue_failures = 0;
   while (true) {
     if (cancel && cancel->load() && !cancelled) {
       cancelled = true;
       out.interrupted = true;
+      // Running tasks get SIGINT (optimize keeps its session resumable); tasks not started yet
+      // are cancelled outright (SLURM signals only running jobs).
       (void)util::run_capture({"scancel", "--signal=INT", "--full", job}, std::chrono::seconds(30));
+      (void)util::run_capture({"scancel", "--state=PENDING", job}, std::chrono::seconds(30));
       emit("stopped", nullptr, "interrupted: SLURM array " + job + " signalled", done, 0);
     }
     for (size_t i = 0; i < pending.size(); ++i) {
@@ -629,21 +690,23 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
     }
     if (std::chrono::steady_clock::now() - last_poll >= std::chrono::seconds(1)) {
       last_poll = std::chrono::steady_clock::now();
-      auto q = util::run_capture({"squeue", "-h", "-j", job, "-o", "%i %T"},
-                                 std::chrono::seconds(60), /*merge_stderr=*/false);
-      if (q && (!q->status.exited || q->status.code != 0 || util::trim(q->output).empty())) break;
+      auto live = slurm_job_live(job);
+      if (live && !*live) break;
+      squeue_failures = live ? 0 : squeue_failures + 1;
+      if (squeue_failures >= 120)
+        return fail(ErrorKind::kEnvironment,
+                    fmt::format("squeue has not answered about array {} for two minutes; the "
+                                "tasks may still run: re-run this command once SLURM answers",
+                                job));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
 
   // Gather: each task's store into the sweep's, then the verdict of each task.
-  auto main_store = store::Store::open(o.db);
-  if (!main_store) return std::unexpected(main_store.error());
   for (Task* t : pending) {
-    const fs::path db = t->dir / kTaskStore;
-    if (fs::exists(db))
-      if (auto m = main_store->merge_sessions(db); !m)
-        emit("warning", t, "could not merge " + db.string() + ": " + m.error().message, done, 0);
+    std::string warning;
+    merge_task_store(*main_store, *t, warning);
+    if (!warning.empty()) emit("warning", t, warning, done, 0);
     if (task_state(*t) == TaskState::kDone) {
       std::error_code rm;
       fs::remove(t->dir / kError, rm);
@@ -651,8 +714,9 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
       continue;
     }
     json r = read_json(t->dir / kReport);
-    if (r.is_object() && r.value("status", "") == "interrupted") {
-      out.interrupted = true;
+    if ((r.is_object() && r.value("status", "") == "interrupted") ||
+        (cancelled && !r.is_object())) {
+      out.interrupted = true;  // stopped by Ctrl-C, or cancelled before it started
       continue;
     }
     std::string why = "the array task ended without a finished report";

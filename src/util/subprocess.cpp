@@ -78,6 +78,7 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
   std::string cwd = opts.cwd ? opts.cwd->string() : "";
 
   const pid_t parent = getpid();
+  const std::vector<int>& inherit = opts.inherit_fds;
   pid_t pid = fork();
   if (pid < 0) {
     std::string msg = std::string("fork: ") + strerror(errno);
@@ -93,6 +94,7 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
     dup2(in_pipe[0], 0);
     dup2(out_file >= 0 ? out_file : out_pipe[1], 1);
     dup2(err_file >= 0 ? err_file : err_pipe[1], 2);
+    for (int fd : inherit) fcntl(fd, F_SETFD, 0);  // on the child's copy only
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     execvpe(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed\n";

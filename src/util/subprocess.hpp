@@ -25,7 +25,9 @@ struct SpawnOptions {
   std::optional<std::filesystem::path> cwd;
   std::optional<std::filesystem::path> stderr_file;  // else stderr is captured into a pipe
   std::optional<std::filesystem::path> stdout_file;  // else stdout is a pipe (read_line)
-  int parent_death_signal = 0;  // sent to the child when this process dies (0: none; Linux)
+  // Sent to the child when the thread that spawned it exits (0: none; Linux PR_SET_PDEATHSIG).
+  int parent_death_signal = 0;
+  std::vector<int> inherit_fds;  // descriptors the child keeps across exec (others are CLOEXEC)
 };
 
 struct ExitStatus {

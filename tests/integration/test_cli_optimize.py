@@ -220,3 +220,34 @@ def test_ctrl_c_keeps_the_session_and_resume_continues(tmp_path: Path) -> None:
     rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM attempts WHERE session=?",
                                        (report["session"],)).fetchone()
     assert rows == (done + 1,)
+
+
+def test_kill_9_loses_at_most_the_attempt_in_flight_and_resume_continues(tmp_path: Path) -> None:
+    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    db = tmp_path / "db.sqlite"
+    args = [str(BINARY), "optimize", "--db", str(db), "--reference", str(SWISH / "reference.py"),
+            "--backend", "cpu", "--model", "builtin", "--iterations", "4", "--json", "--session",
+            "killed-1", "--out", str(tmp_path / "out"), *QUICK]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the first attempt is recorded: kill in the middle of the second
+        if line.startswith("[2/4] evaluating"):
+            break
+    proc.kill()
+    proc.wait(timeout=60)
+    with sqlite3.connect(db) as c:
+        before = c.execute("SELECT number, evaluation_id, verdict FROM attempts WHERE session = ? "
+                           "ORDER BY number", ("killed-1",)).fetchall()
+        status = c.execute("SELECT status FROM sessions WHERE id = ?", ("killed-1",)).fetchone()
+    assert [n for n, _, _ in before] in ([1], [1, 2]), before
+    assert status == ("running",)  # nobody could mark it: resume must cope
+    p, resumed = optimize(tmp_path, "--resume", "killed-1", "--json")
+    assert p.returncode == 0, p.stderr
+    assert resumed is not None and resumed["status"] == "finished"
+    history = resumed["history"]
+    assert [h["number"] for h in history] == [1, 2, 3, 4]
+    # What was recorded before the kill is kept as it was.
+    kept = {h["number"]: h["evaluation_id"] for h in history}
+    assert all(kept[n] == e for n, e, _ in before)
