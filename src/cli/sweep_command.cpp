@@ -104,7 +104,8 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   if (c.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
   if (c.jobs < 0) return report_error({ErrorKind::kUsage, "--jobs must be positive"});
   if (c.jobs > 0 && !c.gpus.empty())
-    return report_error({ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both"});
+    return report_error(
+        {ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both"});
   if (c.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
   if (c.executor == "slurm" && (!c.gpus.empty() || c.jobs > 0))
     return report_error({ErrorKind::kUsage,

@@ -595,8 +595,7 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
       return fail(ErrorKind::kUsage,
                   fmt::format("the SLURM array {} of an earlier run into {} is still queued or "
                               "running{}: wait for it or `scancel {}`, then re-run",
-                              old, o.output.string(), live ? "" : " (squeue did not answer)",
-                              old));
+                              old, o.output.string(), live ? "" : " (squeue did not answer)", old));
   }
 
   // One array task per pending problem: a case statement over SLURM_ARRAY_TASK_ID, each running
