@@ -203,6 +203,19 @@ void merge_task_store(store::Store& main, const Task& t, std::string& warning) {
     warning = "could not merge " + db.string() + ": " + m.error().message;
 }
 
+// The tasks left to run; counts the planned and the done ones in `out`.
+std::vector<Task*> not_done(std::vector<Task>& tasks, Outcome& out) {
+  out.planned = static_cast<int>(tasks.size());
+  std::vector<Task*> pending;
+  for (auto& t : tasks) {
+    if (task_state(t) == TaskState::kDone)
+      ++out.skipped;
+    else
+      pending.push_back(&t);
+  }
+  return pending;
+}
+
 }  // namespace
 
 util::Result<std::vector<int>> parse_selection(std::string_view text) {
@@ -412,14 +425,7 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
     for (int i = 0; i < std::max(1, o.jobs); ++i) slots.push_back(Slot{});
 
   Outcome out;
-  out.planned = static_cast<int>(tasks.size());
-  std::vector<Task*> pending;
-  for (auto& t : tasks) {
-    if (task_state(t) == TaskState::kDone)
-      ++out.skipped;
-    else
-      pending.push_back(&t);
-  }
+  std::vector<Task*> pending = not_done(tasks, out);
   auto rows = write_results(o.output);
   if (!rows) return std::unexpected(rows.error());
   out.rows = *rows;
@@ -551,14 +557,7 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
   if (!lock) return std::unexpected(lock.error());
 
   Outcome out;
-  out.planned = static_cast<int>(tasks.size());
-  std::vector<Task*> pending;
-  for (auto& t : tasks) {
-    if (task_state(t) == TaskState::kDone)
-      ++out.skipped;
-    else
-      pending.push_back(&t);
-  }
+  std::vector<Task*> pending = not_done(tasks, out);
   auto emit = [&](std::string kind, const Task* t, std::string text, int done, int running) {
     if (!observer) return;
     Progress p;
