@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
@@ -92,6 +93,14 @@ sweep::Observer sweep_progress(bool quiet) {
   };
 }
 
+// A model id as a file name ("org/model:tag" -> "org_model_tag").
+std::string safe_name(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.' && ch != '_')
+      ch = '_';
+  return s;
+}
+
 util::Result<std::filesystem::path> kb_dir(const std::string& flag, const config::Config& cfg) {
   return problems::kernelbench_dir(flag.empty() ? std::nullopt : std::optional(flag),
                                    cfg.kernelbench_dir);
@@ -144,10 +153,10 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   o.timeout_s = c.timeout;
   o.timing_budget_s = c.timing_budget;
   o.no_sandbox = c.no_sandbox;
-  o.output = std::filesystem::absolute(!c.output.empty()
-                                           ? std::filesystem::path(c.output)
-                                           : std::filesystem::path("results") /
-                                                 fmt::format("level{}_{}.tsv", c.level, o.model));
+  o.output = std::filesystem::absolute(
+      !c.output.empty() ? std::filesystem::path(c.output)
+                        : std::filesystem::path("results") /
+                              fmt::format("level{}_{}.tsv", c.level, safe_name(o.model)));
   std::error_code ec;
   o.binary = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return report_error({ErrorKind::kInternal, "cannot find the openkernel executable"});

@@ -113,13 +113,15 @@ std::string new_task_session(const Task& t) {
   return fmt::format("w{:%Y%m%d-%H%M%S}-{:04x}-L{}-{:03}", now, rd() & 0xffff, t.level, t.number);
 }
 
-// Whether `db` records session `id` (a task that died before its first write has none).
-bool store_has_session(const fs::path& db, const std::string& id) {
+// Whether `db` records session `id` (a task that died before its first write has none). An
+// unreadable store is an error, not "absent": starting the session afresh would be refused.
+util::Result<bool> store_has_session(const fs::path& db, const std::string& id) {
   if (id.empty() || !fs::exists(db)) return false;
   auto st = store::Store::open(db);
-  if (!st) return false;
+  if (!st) return std::unexpected(st.error());
   auto row = st->find_session(id);
-  return row && *row;
+  if (!row) return std::unexpected(row.error());
+  return row->has_value();
 }
 
 // Before a task runs again: its previous report (an interrupted session's) moves aside, so a run
@@ -201,6 +203,24 @@ void merge_task_store(store::Store& main, const Task& t, std::string& warning) {
   if (!fs::exists(db)) return;
   if (auto m = main.merge_sessions(db); !m)
     warning = "could not merge " + db.string() + ": " + m.error().message;
+}
+
+// One backend and model per results file, or its rows would not be comparable: checked (and
+// recorded by the first sweep) under the lock.
+util::Result<void> check_meta(const Options& o, const fs::path& work) {
+  fs::path meta = work / "sweep.json";
+  json m = read_json(meta);
+  if (m.is_object()) {
+    std::string b = m.value("backend", ""), mo = m.value("model", "");
+    if (b != o.backend || mo != o.model)
+      return fail(ErrorKind::kUsage,
+                  fmt::format("{} holds a sweep with backend {} and model {}; this one asks for "
+                              "backend {} and model {}: choose another --output",
+                              o.output.string(), b, mo, o.backend, o.model));
+    return {};
+  }
+  return write_atomic(
+      meta, json{{"version", 1}, {"backend", o.backend}, {"model", o.model}}.dump(2) + "\n");
 }
 
 // The tasks left to run; counts the planned and the done ones in `out`.
@@ -291,6 +311,7 @@ std::optional<score::Row> task_row(const Task& t) {
 util::Result<std::vector<score::Row>> write_results(const fs::path& output) {
   static const std::regex kTaskDir(R"(L(\d+)_(\d+)_(.+))");
   std::vector<score::Row> rows;
+  std::vector<fs::path> dirs;  // the folder of each row
   fs::path work = work_dir(output);
   std::error_code ec;
   if (fs::is_directory(work, ec)) {
@@ -303,7 +324,25 @@ util::Result<std::vector<score::Row>> write_results(const fs::path& output) {
       t.number = std::stoi(m[2].str());
       t.name = m[3].str();
       t.dir = entry.path();
-      if (auto row = task_row(t)) rows.push_back(std::move(*row));
+      auto row = task_row(t);
+      if (!row) continue;
+      // Two folders for one problem (a renamed KernelBench file): the newest run wins, so the
+      // TSV keeps one row per problem.
+      auto stamp = [&ec](const fs::path& d) {
+        for (const char* f : {kReport, kError})
+          if (auto w = fs::last_write_time(d / f, ec); !ec) return w;
+        return fs::file_time_type::min();
+      };
+      auto same = std::find_if(rows.begin(), rows.end(), [&](const score::Row& r) {
+        return r.level == row->level && r.problem_id == row->problem_id;
+      });
+      if (same == rows.end()) {
+        rows.push_back(std::move(*row));
+        dirs.push_back(t.dir);
+      } else if (stamp(t.dir) > stamp(dirs[same - rows.begin()])) {
+        *same = std::move(*row);
+        dirs[same - rows.begin()] = t.dir;
+      }
     }
   }
   std::sort(rows.begin(), rows.end(), [](const score::Row& a, const score::Row& b) {
@@ -375,23 +414,6 @@ util::Result<std::vector<Task>> plan(const Options& o) {
   if (ec)
     return fail(ErrorKind::kBadInput,
                 fmt::format("cannot create {}: {}", work.string(), ec.message()));
-  // One backend and model per results file, or its rows would not be comparable.
-  fs::path meta = work / "sweep.json";
-  json m = read_json(meta);
-  if (m.is_object()) {
-    std::string b = m.value("backend", ""), mo = m.value("model", "");
-    if (b != o.backend || mo != o.model)
-      return fail(ErrorKind::kUsage,
-                  fmt::format("{} holds a sweep with backend {} and model {}; this one asks for "
-                              "backend {} and model {}: choose another --output",
-                              o.output.string(), b, mo, o.backend, o.model));
-  } else if (auto w = write_atomic(
-                 meta,
-                 json{{"version", 1}, {"backend", o.backend}, {"model", o.model}}.dump(2) + "\n");
-             !w) {
-    return std::unexpected(w.error());
-  }
-
   std::vector<Task> tasks;
   for (int n : wanted) {
     const auto& p = by_number[n];
@@ -412,6 +434,7 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
   fs::path work = work_dir(o.output);
   auto lock = Lock::take(work);
   if (!lock) return std::unexpected(lock.error());
+  if (auto m = check_meta(o, work); !m) return std::unexpected(m.error());
 
   struct Slot {
     std::string gpu;  // empty: the environment as inherited
@@ -479,7 +502,17 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
       Task& t = *pending[next++];
       std::error_code ec;
       fs::create_directories(t.dir, ec);
-      const bool resume = store_has_session(o.db, t.session);
+      auto known = store_has_session(o.db, t.session);
+      if (!known) {
+        std::string why =
+            "cannot read the session from " + o.db.string() + ": " + known.error().message;
+        record_failure(o, t, why);
+        ++out.failed;
+        ++done;
+        emit("failed", &t, s.gpu, why, 0, std::nullopt);
+        continue;
+      }
+      const bool resume = *known;
       if (!resume && t.session.empty()) t.session = new_task_session(t);
       if (auto w = write_atomic(t.dir / kSession, t.session + "\n"); !w)
         return std::unexpected(w.error());
@@ -555,6 +588,7 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
   fs::path work = fs::absolute(work_dir(o.output));
   auto lock = Lock::take(work);
   if (!lock) return std::unexpected(lock.error());
+  if (auto m = check_meta(o, work); !m) return std::unexpected(m.error());
 
   Outcome out;
   std::vector<Task*> pending = not_done(tasks, out);
@@ -606,7 +640,11 @@ util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
     std::error_code ec;
     fs::create_directories(t.dir, ec);
     const fs::path db = t.dir / kTaskStore;
-    const bool resume = store_has_session(db, t.session);
+    auto known = store_has_session(db, t.session);
+    if (!known)
+      return fail(ErrorKind::kBadInput,
+                  fmt::format("cannot read {}: {}", db.string(), known.error().message));
+    const bool resume = *known;
     set_aside_report(t);
     if (!resume && t.session.empty()) t.session = new_task_session(t);
     if (auto w = write_atomic(t.dir / kSession, t.session + "\n"); !w)

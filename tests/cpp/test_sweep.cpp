@@ -212,3 +212,20 @@ TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   EXPECT_TRUE(has(resumed, "--iterations", "3"));
   EXPECT_EQ(std::find(resumed.begin(), resumed.end(), "--problem"), resumed.end());
 }
+
+TEST_F(SweepFiles, TwoFoldersForOneProblemGiveOneRowTheNewest) {
+  auto old_dir = task(1, 19, "ReLU");
+  auto new_dir = task(1, 19, "ReLU_renamed");
+  write(old_dir.dir / "report.json", {{"status", "finished"}, {"verdict", "incorrect"}});
+  write(new_dir.dir / "report.json",
+        {{"status", "finished"}, {"verdict", "correct"}, {"speedup", 1.5}, {"runtime_us", 2.0}});
+  auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(old_dir.dir / "report.json", now - std::chrono::hours(1));
+  fs::last_write_time(new_dir.dir / "report.json", now);
+  auto rows = ok::sweep::write_results(dir_ / "r.tsv");
+  ASSERT_TRUE(rows.has_value()) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].name, "ReLU_renamed");
+  EXPECT_TRUE((*rows)[0].correct);
+  EXPECT_TRUE(ok::score::read_tsv(dir_ / "r.tsv").has_value());  // score accepts it
+}
