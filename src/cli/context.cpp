@@ -52,9 +52,7 @@ util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const con
   }
   if (p.level == 0 || p.problem == 0)
     return fail(ErrorKind::kUsage, "name a problem: --reference PATH, or --level L --problem N");
-  auto dir = problems::kernelbench_dir(
-      p.kernelbench_dir.empty() ? std::nullopt : std::optional(p.kernelbench_dir),
-      cfg.kernelbench_dir);
+  auto dir = kernelbench_dir(p.kernelbench_dir, cfg);
   if (!dir) return std::unexpected(dir.error());
   auto found = problems::find_problem(*dir, p.level, p.problem);
   if (!found) return std::unexpected(found.error());
@@ -63,6 +61,12 @@ util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const con
   r.level = found->level;
   r.number = found->number;
   return r;
+}
+
+util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
+                                                    const config::Config& cfg) {
+  return problems::kernelbench_dir(flag.empty() ? std::nullopt : std::optional(flag),
+                                   cfg.kernelbench_dir);
 }
 
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag) {

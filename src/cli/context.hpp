@@ -31,6 +31,10 @@ struct ResolvedProblem {
   std::map<std::string, std::string> overrides;
 };
 
+// The KernelBench folder: --kernelbench-dir (`flag`), else $OPENKERNEL_KERNELBENCH_DIR, else the
+// config's kernelbench_dir.
+util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
+                                                    const config::Config& cfg);
 util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg);
 util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets);
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag);

@@ -33,9 +33,7 @@ int run_list(const ProblemsOptions& o) {
   if (!cfg) return report_error(cfg.error());
   if (o.problem.level == 0)
     return report_error({util::ErrorKind::kUsage, "problems list needs --level L"});
-  auto dir = problems::kernelbench_dir(
-      o.problem.kernelbench_dir.empty() ? std::nullopt : std::optional(o.problem.kernelbench_dir),
-      cfg->kernelbench_dir);
+  auto dir = kernelbench_dir(o.problem.kernelbench_dir, *cfg);
   if (!dir) return report_error(dir.error());
   auto all = problems::list_level(*dir, o.problem.level);
   if (!all) return report_error(all.error());

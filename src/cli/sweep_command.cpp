@@ -101,11 +101,6 @@ std::string safe_name(std::string s) {
   return s;
 }
 
-util::Result<std::filesystem::path> kb_dir(const std::string& flag, const config::Config& cfg) {
-  return problems::kernelbench_dir(flag.empty() ? std::nullopt : std::optional(flag),
-                                   cfg.kernelbench_dir);
-}
-
 int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
@@ -127,7 +122,7 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
     if (!sel) return report_error(sel.error());
     o.problems = *sel;
   }
-  auto dir = kb_dir(c.kernelbench_dir, *cfg);
+  auto dir = kernelbench_dir(c.kernelbench_dir, *cfg);
   if (!dir) return report_error(dir.error());
   o.kernelbench_dir = std::filesystem::absolute(*dir);
   if (!c.gpus.empty()) {
@@ -245,19 +240,10 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
     if (!sel) return report_error(sel.error());
     selection = *sel;
   }
-  auto dir = kb_dir(c.kernelbench_dir, *cfg);
+  auto dir = kernelbench_dir(c.kernelbench_dir, *cfg);
   if (!dir) return report_error(dir.error());
-  auto all = problems::list_level(*dir, c.level);
-  if (!all) return report_error(all.error());
-  std::vector<problems::ProblemRef> chosen;
-  for (int n : selection) {
-    auto it = std::find_if(all->begin(), all->end(), [n](const auto& p) { return p.number == n; });
-    if (it == all->end())
-      return report_error({ErrorKind::kBadInput, fmt::format("level {} in {} has no problem {}",
-                                                             c.level, dir->string(), n)});
-    chosen.push_back(*it);
-  }
-  if (selection.empty()) chosen = *all;
+  auto chosen = problems::select_problems(*dir, c.level, selection);
+  if (!chosen) return report_error(chosen.error());
   auto st = open_store(g, *cfg);
   if (!st) return report_error(st.error());
   auto worker = start_worker(*cfg, c.python);
@@ -270,12 +256,12 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
   json rows = json::array();
   int failed = 0;
   if (!g.quiet)
-    fmt::print(stderr, "baseline  level {}, {} problems, backend {}\n", c.level, chosen.size(),
+    fmt::print(stderr, "baseline  level {}, {} problems, backend {}\n", c.level, chosen->size(),
                *backend);
   if (!c.json)
     fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", "level", "problem", "name",
                "eager_us", "compile_us", "method", "note");
-  for (const auto& p : chosen) {
+  for (const auto& p : *chosen) {
     if (llm::cancel_flag().load()) break;
     json req = {
         {"op", "baseline"},         {"reference", std::filesystem::absolute(p.path).string()},

@@ -1,14 +1,13 @@
 #include "optimize/session.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/core.h>
 
 #include <chrono>
-#include <random>
 
 #include "eval/evaluator.hpp"
 #include "eval/record.hpp"
 #include "util/paths.hpp"
+#include "util/strings.hpp"
 
 namespace ok::optimize {
 
@@ -67,10 +66,7 @@ int default_iterations(const std::string& mode) {
 }
 
 std::string new_session_id() {
-  std::random_device rd;
-  auto now = std::chrono::system_clock::now();
-  return fmt::format("s{:%Y%m%d-%H%M%S}-{:04x}", std::chrono::floor<std::chrono::seconds>(now),
-                     rd() & 0xffff);
+  return util::time_id("s");
 }
 
 store::SessionRow new_session_row(const std::string& id, const Options& o) {

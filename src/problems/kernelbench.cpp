@@ -73,4 +73,27 @@ util::Result<ProblemRef> find_problem(const fs::path& dir, int level, int number
                           all->empty() ? 0 : all->back().number));
 }
 
+util::Result<std::vector<ProblemRef>> select_problems(const std::filesystem::path& dir, int level,
+                                                      const std::vector<int>& numbers) {
+  auto all = list_level(dir, level);
+  if (!all) return std::unexpected(all.error());
+  if (all->empty())
+    return util::fail(util::ErrorKind::kBadInput,
+                      fmt::format("level {} in {} has no problems", level, dir.string()));
+  if (numbers.empty()) return all;
+  std::vector<ProblemRef> chosen;
+  std::string missing;
+  for (int n : numbers) {
+    auto it = std::find_if(all->begin(), all->end(), [n](const auto& p) { return p.number == n; });
+    if (it != all->end())
+      chosen.push_back(*it);
+    else
+      missing += (missing.empty() ? "" : ", ") + std::to_string(n);
+  }
+  if (!missing.empty())
+    return util::fail(util::ErrorKind::kBadInput, fmt::format("level {} in {} has no problem {}",
+                                                              level, dir.string(), missing));
+  return chosen;
+}
+
 }  // namespace ok::problems

@@ -22,6 +22,10 @@ struct ProblemRef {
 util::Result<std::filesystem::path> kernelbench_dir(const std::optional<std::string>& flag,
                                                     const std::optional<std::string>& configured);
 util::Result<std::vector<ProblemRef>> list_level(const std::filesystem::path& dir, int level);
+// The problems of `level` numbered in `numbers` (all of the level when empty), in that order.
+// kBadInput naming every number the level lacks, or when the level has no problems.
+util::Result<std::vector<ProblemRef>> select_problems(const std::filesystem::path& dir, int level,
+                                                      const std::vector<int>& numbers);
 util::Result<ProblemRef> find_problem(const std::filesystem::path& dir, int level, int number);
 
 }  // namespace ok::problems

@@ -10,9 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <regex>
 #include <thread>
 
@@ -108,9 +106,7 @@ class Lock {
 };
 
 std::string new_task_session(const Task& t) {
-  std::random_device rd;
-  auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-  return fmt::format("w{:%Y%m%d-%H%M%S}-{:04x}-L{}-{:03}", now, rd() & 0xffff, t.level, t.number);
+  return util::time_id("w") + fmt::format("-L{}-{:03}", t.level, t.number);
 }
 
 // Whether `db` records session `id` (a task that died before its first write has none). An
@@ -129,6 +125,11 @@ util::Result<bool> store_has_session(const fs::path& db, const std::string& id) 
 void set_aside_report(const Task& t) {
   std::error_code ec;
   if (fs::exists(t.dir / kReport, ec)) fs::rename(t.dir / kReport, t.dir / "report.prev.json", ec);
+}
+
+// optimize ended as on Ctrl-C: exit 130, or killed by SIGINT before it installed its handler.
+bool interrupted_exit(const util::ExitStatus& s) {
+  return (s.exited && s.code == kInterrupted) || (!s.exited && s.code == SIGINT);
 }
 
 // Writes error.json for a run that ended without a report.
@@ -155,14 +156,12 @@ bool settle(const Options& o, const Task& t, const util::ExitStatus& status, std
     why += ": " + report["error"].get<std::string>();
   else if (auto tail = log_tail(t.dir / kLog, 400); !tail.empty())
     why += ": " + tail.substr(tail.rfind('\n') == std::string::npos ? 0 : tail.rfind('\n') + 1);
-  const bool interrupted =
-      (status.exited && status.code == kInterrupted) || (!status.exited && status.code == SIGINT);
-  if (!interrupted) record_failure(o, t, why);
+  if (!interrupted_exit(status)) record_failure(o, t, why);
   return false;
 }
 
 struct Tally {
-  int done = 0, fast_1 = 0, scored = 0;
+  int fast_1 = 0, scored = 0;
 };
 
 Tally tally(const std::vector<score::Row>& rows) {
@@ -388,25 +387,8 @@ std::vector<std::string> task_command(const Options& o, const Task& t, bool resu
 
 util::Result<std::vector<Task>> plan(const Options& o) {
   if (o.level < 1) return fail(ErrorKind::kUsage, "--level must be 1 or more");
-  auto all = problems::list_level(o.kernelbench_dir, o.level);
-  if (!all) return std::unexpected(all.error());
-  std::map<int, problems::ProblemRef> by_number;
-  for (auto& p : *all) by_number[p.number] = p;
-  std::vector<int> wanted = o.problems;
-  if (wanted.empty())
-    for (const auto& [n, _] : by_number) wanted.push_back(n);
-  std::vector<int> missing;
-  for (int n : wanted)
-    if (!by_number.count(n)) missing.push_back(n);
-  if (!missing.empty()) {
-    std::vector<std::string> m;
-    for (int n : missing) m.push_back(std::to_string(n));
-    return fail(ErrorKind::kBadInput, fmt::format("level {} in {} has no problem {}", o.level,
-                                                  o.kernelbench_dir.string(), util::join(m, ", ")));
-  }
-  if (wanted.empty())
-    return fail(ErrorKind::kBadInput,
-                fmt::format("level {} in {} has no problems", o.level, o.kernelbench_dir.string()));
+  auto chosen = problems::select_problems(o.kernelbench_dir, o.level, o.problems);
+  if (!chosen) return std::unexpected(chosen.error());
 
   fs::path work = work_dir(o.output);
   std::error_code ec;
@@ -415,14 +397,13 @@ util::Result<std::vector<Task>> plan(const Options& o) {
     return fail(ErrorKind::kBadInput,
                 fmt::format("cannot create {}: {}", work.string(), ec.message()));
   std::vector<Task> tasks;
-  for (int n : wanted) {
-    const auto& p = by_number[n];
+  for (const auto& p : *chosen) {
     Task t;
     t.level = o.level;
-    t.number = n;
+    t.number = p.number;
     t.name = p.name;
     t.reference = fs::absolute(p.path);
-    t.dir = fs::absolute(work / task_dir_name(o.level, n, p.name));
+    t.dir = fs::absolute(work / task_dir_name(o.level, p.number, p.name));
     t.session = read_text(t.dir / kSession);
     tasks.push_back(std::move(t));
   }
@@ -559,9 +540,7 @@ util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
       --running;
       std::string why;
       const bool ok = settle(o, t, *st, why);
-      // 130, or killed by SIGINT before optimize installed its handler.
-      const bool interrupted =
-          (st->exited && st->code == kInterrupted) || (!st->exited && st->code == SIGINT);
+      const bool interrupted = interrupted_exit(*st);
       if (interrupted) out.interrupted = true;
       if (!interrupted) {
         ++done;

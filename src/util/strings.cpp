@@ -1,7 +1,12 @@
 #include "util/strings.hpp"
 
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <random>
 
 namespace ok::util {
 
@@ -37,6 +42,12 @@ static bool parse_int(std::string_view s, int& v) {
 }
 
 constexpr int kMaxRangeSpan = 100000;
+
+std::string time_id(std::string_view prefix) {
+  std::random_device rd;
+  auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  return fmt::format("{}{:%Y%m%d-%H%M%S}-{:04x}", prefix, now, rd() & 0xffff);
+}
 
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;

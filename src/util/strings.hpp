@@ -13,6 +13,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 bool starts_with(std::string_view s, std::string_view prefix);
 // Parses "1-20,35" into a sorted list without duplicates; nullopt-like empty + error text on
 // failure.
+// A sortable, unique-enough id: PREFIX<UTC yyyymmdd-hhmmss>-<4 random hex>.
+std::string time_id(std::string_view prefix);
 bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& error);
 
 }  // namespace ok::util

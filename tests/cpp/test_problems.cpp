@@ -207,6 +207,25 @@ TEST_F(ProblemsTest, FindProblemInMissingLevelFails) {
   EXPECT_NE(p.error().message.find("level 3"), std::string::npos);
 }
 
+TEST_F(ProblemsTest, SelectProblemsKeepsTheOrderAndNamesEveryMissingNumber) {
+  auto kb = make_kb("kb", {"1_One.py", "2_Two.py", "10_Ten.py"});
+  auto all = ok::problems::select_problems(kb, 1, {});
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  EXPECT_EQ(all->size(), 3u);
+  auto some = ok::problems::select_problems(kb, 1, {10, 1});
+  ASSERT_TRUE(some.has_value());
+  ASSERT_EQ(some->size(), 2u);
+  EXPECT_EQ((*some)[0].name, "Ten");
+  auto bad = ok::problems::select_problems(kb, 1, {2, 7, 99});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(bad.error().message.find("has no problem 7, 99"), std::string::npos)
+      << bad.error().message;
+  auto empty = ok::problems::select_problems(make_kb("kb2", {"notes.txt"}), 1, {});
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_NE(empty.error().message.find("has no problems"), std::string::npos);
+}
+
 // The real KernelBench set, when it is there (../shared/kernelbench or
 // $OPENKERNEL_KERNELBENCH_DIR).
 TEST(KernelBench, RealLevel1HasOneHundredProblems) {

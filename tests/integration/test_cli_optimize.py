@@ -251,3 +251,16 @@ def test_kill_9_loses_at_most_the_attempt_in_flight_and_resume_continues(tmp_pat
     # What was recorded before the kill is kept as it was.
     kept = {h["number"]: h["evaluation_id"] for h in history}
     assert all(kept[n] == e for n, e, _ in before)
+
+
+def test_session_ids_are_checked(tmp_path: Path) -> None:
+    args = ["--reference", str(SWISH / "reference.py"), "--backend", "cpu", "--model", "builtin",
+            "--iterations", "1", "--json", "--out", str(tmp_path / "out"), *QUICK]
+    p, _ = optimize(tmp_path, *args, "--session", "bad id/with slash")
+    assert p.returncode == 2 and "session id" in p.stderr, p.stderr
+    p, report = optimize(tmp_path, *args, "--session", "named-1")
+    assert p.returncode == 0, p.stderr
+    assert report is not None and report["session"] == "named-1"
+    p, _ = optimize(tmp_path, *args, "--session", "named-1")
+    assert p.returncode == 2, p.stderr
+    assert "session named-1 exists" in p.stderr and "--resume named-1" in p.stderr

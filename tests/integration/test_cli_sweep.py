@@ -58,6 +58,23 @@ def sweep(tmp: Path, *args: str, **kw: Any) -> tuple[subprocess.CompletedProcess
     return p, summary
 
 
+def start_sweep(tmp: Path, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The sweep in the background (the tests then interrupt or kill it)."""
+    return subprocess.Popen([str(BINARY), "sweep", "--db", str(tmp / "db.sqlite"), "--level", "1",
+                             "--json", *QUICK, *args], cwd=tmp, env=env_for(tmp, extra_env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_until(proc: subprocess.Popen, ready: Any, timeout: float = 300) -> bool:
+    """Polls ready() while the sweep runs; True once it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ready():
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def read_tsv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         rows = list(csv.reader(f, delimiter="\t"))
@@ -131,17 +148,11 @@ def test_sweep_writes_one_row_per_problem_and_scores_match_hand_computation(tmp_
 
 
 def test_sweep_resumes_after_ctrl_c(tmp_path: Path) -> None:
-    args = [str(BINARY), "sweep", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
-            "--problems", "1-3", "--output", "r/x.tsv", *QUICK, "--iterations", "2"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_sweep(tmp_path, "--problems", "1-3", "--output", "r/x.tsv", "--iterations", "2")
     work = tmp_path / "r/x"
-    deadline = time.monotonic() + 300
     # Interrupt once the first problem is done and the second has started.
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (work / "L1_001_RMSNorm/report.json").exists() and (work / "L1_002_RowSum/session").exists():
-            break
-        time.sleep(0.2)
+    wait_until(proc, lambda: (work / "L1_001_RMSNorm/report.json").exists()
+               and (work / "L1_002_RowSum/session").exists())
     time.sleep(2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
@@ -169,16 +180,9 @@ def test_sweep_resumes_after_ctrl_c(tmp_path: Path) -> None:
 
 
 def test_sweep_killed_with_sigkill_resumes_and_leaves_no_orphans(tmp_path: Path) -> None:
-    args = [str(BINARY), "sweep", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
-            "--problems", "1-2", "--output", "r/k.tsv", *QUICK, "--iterations", "2"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_sweep(tmp_path, "--problems", "1-2", "--output", "r/k.tsv", "--iterations", "2")
     work = tmp_path / "r/k"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (work / "L1_001_RMSNorm/session").exists():
-            break
-        time.sleep(0.2)
+    wait_until(proc, lambda: (work / "L1_001_RMSNorm/session").exists())
     time.sleep(3)  # inside the first problem's session
     proc.kill()
     proc.communicate(timeout=60)
@@ -226,6 +230,10 @@ def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
         (["--iterations", "-1"], "--iterations"),
         (["--executor", "pbs"], "executor"),
         (["--executor", "slurm", "--jobs", "2"], "--executor local"),
+        (["--trials", "0"], "--trials"),
+        (["--jobs", "-1"], "--jobs"),
+        (["--budget-usd", "-1"], "--budget-usd"),
+        (["--gpus", "0", "--jobs", "2"], "not both"),
     ]:
         p, _ = sweep(tmp_path, "--output", "r/bad.tsv", *args)
         assert p.returncode == 2, (args, p.returncode, p.stderr)
@@ -233,6 +241,23 @@ def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
     p = openkernel(tmp_path, "sweep", "--level", "1", "--kernelbench-dir", str(tmp_path / "nope"),
                    "--backend", "cpu", "--model", "builtin")
     assert p.returncode == 2 and "nope" in p.stderr, p.stderr
+
+
+def test_baseline_bad_selections_are_usage_or_input_errors(tmp_path: Path) -> None:
+    for args, needle in [(["--problems", "5-3"], "bad problem selection"),
+                         (["--problems", "9"], "has no problem 9")]:
+        p = openkernel(tmp_path, "baseline", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
+                       "--kernelbench-dir", str(BENCH), "--backend", "cpu", *args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert needle in p.stderr, (args, p.stderr)
+
+
+def test_slurm_without_sbatch_says_so(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    p, _ = sweep(tmp_path, "--problems", "1", "--output", "r/s.tsv", "--executor", "slurm",
+                 extra_env={"PATH": str(tmp_path / "bin")})
+    assert p.returncode == 2, p.stderr
+    assert "sbatch" in p.stderr, p.stderr
 
 
 def test_one_results_file_holds_one_backend_and_model(tmp_path: Path) -> None:
@@ -294,22 +319,14 @@ def test_slurm_executor_gathers_results_and_resumes_after_a_killed_array(
         tmp_path: Path, slurm: dict[str, str]) -> None:
     args = ["--problems", "1-2", "--output", "r/s.tsv", "--executor", "slurm", "--iterations", "2"]
     # First run: the array is killed (as a node failure would) once the first attempts are in.
-    proc = subprocess.Popen([str(BINARY), "sweep", "--db", str(tmp_path / "db.sqlite"), "--level",
-                             "1", "--json", *QUICK, *args], cwd=tmp_path,
-                            env=env_for(tmp_path, slurm), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_sweep(tmp_path, *args, extra_env=slurm)
     work = tmp_path / "r/s"
-    deadline = time.monotonic() + 300
-    killed = False
-    while time.monotonic() < deadline and proc.poll() is None:
-        stores = [work / d / "store.db" for d in ("L1_001_RMSNorm", "L1_002_RowSum")]
-        if all(s.exists() for s in stores) and all(_attempts(s) >= 1 for s in stores):
-            job = (work / "slurm/job").read_text().strip()
-            subprocess.run(["scancel", "--signal=KILL", "--full", job], env=env_for(tmp_path, slurm),
-                           check=True, timeout=60)
-            killed = True
-            break
-        time.sleep(0.3)
+    stores = [work / d / "store.db" for d in ("L1_001_RMSNorm", "L1_002_RowSum")]
+    killed = wait_until(proc, lambda: all(s.exists() and _attempts(s) >= 1 for s in stores))
+    if killed:
+        job = (work / "slurm/job").read_text().strip()
+        subprocess.run(["scancel", "--signal=KILL", "--full", job], env=env_for(tmp_path, slurm),
+                       check=True, timeout=60)
     out, err = proc.communicate(timeout=300)
     assert killed, f"the array ended before both problems had an attempt: {err}"
     assert proc.returncode == 1, err  # the killed problems are reported as failed
@@ -334,6 +351,23 @@ def test_slurm_executor_gathers_results_and_resumes_after_a_killed_array(
     assert len(sessions) == 2 and all(s == "finished" for _, s in sessions)
     assert [n for _, n, _ in attempts] == [1, 2, 1, 2]
     assert all(e in evals for _, _, e in attempts if e is not None)
+
+
+def test_slurm_refuses_to_submit_while_the_earlier_array_runs(tmp_path: Path,
+                                                             slurm: dict[str, str]) -> None:
+    env = env_for(tmp_path, slurm)
+    held = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null", "--wrap", "sleep 300"],
+                          capture_output=True, text=True, env=env, timeout=60, check=True)
+    job = held.stdout.strip().split(";")[0]
+    try:
+        (tmp_path / "r/s/slurm").mkdir(parents=True)
+        (tmp_path / "r/s/slurm/job").write_text(job + "\n")
+        p, _ = sweep(tmp_path, "--problems", "1", "--output", "r/s.tsv", "--executor", "slurm",
+                     extra_env=slurm)
+        assert p.returncode == 2, p.stderr
+        assert f"array {job}" in p.stderr and "still queued or running" in p.stderr, p.stderr
+    finally:
+        subprocess.run(["scancel", job], env=env, timeout=60)
 
 
 def _attempts(db: Path) -> int:
