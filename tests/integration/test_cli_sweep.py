@@ -203,7 +203,16 @@ def test_sweep_killed_with_sigkill_resumes_and_leaves_no_orphans(tmp_path: Path)
     with sqlite3.connect(tmp_path / "db.sqlite") as db:
         per_session = db.execute("SELECT session, COUNT(*), MAX(number) FROM attempts "
                                  "GROUP BY session").fetchall()
-    assert len(per_session) == 2 and all(n == m == 2 for _, n, m in per_session), per_session
+    # One session per problem (the killed one was resumed, not restarted), numbered without
+    # gaps; fewer than two attempts only where the session says why (the generator may stop
+    # early: exhausted, or a candidate at the speed of light, which timing noise on the CPU can
+    # decide either way).
+    assert len(per_session) == 2 and all(n == m for _, n, m in per_session), per_session
+    for folder in ("L1_001_RMSNorm", "L1_002_RowSum"):
+        session = (work / folder / "session").read_text().strip()
+        n = dict((s, n) for s, n, _ in per_session)[session]
+        report = json.loads((work / folder / "report.json").read_text())
+        assert n == 2 or report["stop_reason"] in ("exhausted", "speed_of_light"), report
 
 
 def test_two_local_slots_run_problems_side_by_side(tmp_path: Path) -> None:
