@@ -27,6 +27,8 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action);
 void add_score_commands(CLI::App& app, GlobalOptions& g, Action& action);
 // `sweep` and `baseline` (sweep_command.cpp).
 void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action);
+// `intents` and `strategies`: the search's state (search_command.cpp).
+void add_search_commands(CLI::App& app, GlobalOptions& g, Action& action);
 
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);

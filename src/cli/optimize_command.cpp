@@ -28,6 +28,8 @@ using util::ErrorKind;
 namespace {
 
 constexpr int kInterrupted = 130;
+// A bound on the builtin template points a session considers (the largest space today: 320).
+constexpr int kMaxTemplatePoints = 1024;
 
 struct OptimizeOptions {
   ProblemOptions problem;
@@ -46,6 +48,10 @@ struct OptimizeOptions {
   double timing_budget = 4;
   int threads = 0;
   bool no_sandbox = false;
+  std::string search = "engine";
+  int in_flight = 0;
+  double budget_wall_s = 0, budget_device_s = 0;
+  std::string strategy;
 };
 
 // Live progress on stderr: one line per step, the running best and the money spent.
@@ -67,6 +73,8 @@ optimize::Observer progress(bool quiet) {
       if (why.size() > 160) why = why.substr(0, 157) + "...";
       fmt::print(stderr, "[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why, a.wall_s,
                  best, e.cost_usd);
+    } else if (e.kind == "search" || e.kind == "strategy") {
+      fmt::print(stderr, "  {}: {}\n", e.kind, e.text);
     } else if (e.kind == "stopped") {
       fmt::print(stderr, "stopped: {}\n", e.text);
     } else if (e.kind == "warning") {
@@ -82,6 +90,11 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   if (o.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
   if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
   if (o.llm.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
+  if (o.in_flight < 0 || o.in_flight > 64)
+    return report_error({ErrorKind::kUsage, "--in-flight must be between 1 and 64"});
+  if (o.budget_wall_s < 0 || o.budget_device_s < 0)
+    return report_error(
+        {ErrorKind::kUsage, "--budget-wall-s and --budget-device-s must be positive"});
   auto st = open_store(g, *cfg);
   if (!st) return report_error(st.error());
 
@@ -102,6 +115,9 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     session = o.resume;
     if (o.iterations > 0) opts.iterations = o.iterations;  // a resume may extend the search
     if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
+    // Time budgets are per run: a resume gets the ones it is given.
+    opts.budget_wall_s = o.budget_wall_s > 0 ? std::optional(o.budget_wall_s) : std::nullopt;
+    opts.budget_device_s = o.budget_device_s > 0 ? std::optional(o.budget_device_s) : std::nullopt;
     auto rows = st->attempts(session);
     if (!rows) return report_error(rows.error());
     resumed = optimize::attempts_from_rows(*rows, &*st);
@@ -125,6 +141,11 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     opts.timeout_s = o.timeout;
     opts.timing_budget_s = o.timing_budget;
     opts.no_sandbox = o.no_sandbox;
+    opts.search = o.search;
+    opts.in_flight = o.in_flight;
+    if (o.budget_wall_s > 0) opts.budget_wall_s = o.budget_wall_s;
+    if (o.budget_device_s > 0) opts.budget_device_s = o.budget_device_s;
+    opts.strategy = o.strategy;
     session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
     if (!o.session_id.empty()) {
       auto existing = st->find_session(session);
@@ -193,8 +214,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   std::unique_ptr<optimize::Critic> critic;
   const auto skills = util::resource_root() / "data/skills";
   if (builtin) {
-    int max = opts.iterations > 0 ? opts.iterations : optimize::default_iterations(opts.mode);
-    generator = optimize::make_builtin_generator(skills, opts.seed, std::max(max, 8));
+    // The whole template space: the search decides what to try in it.
+    generator = optimize::make_builtin_generator(skills, opts.seed, kMaxTemplatePoints);
     critic = optimize::make_heuristic_critic();
   } else {
     auto rec = llm::StoreRecorder::open(st->path(), llm::Redactor(endpoint->api_key));
@@ -277,6 +298,20 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
         return "";
       })
       ->excludes("--resume");
+  cmd->add_option("--search", o->search,
+                  "engine (intent tree under an evolving strategy), best-of-n (independent "
+                  "samples) or prior (the proposer's order); default engine")
+      ->check(CLI::IsMember({"engine", "best-of-n", "prior"}));
+  cmd->add_option("--in-flight", o->in_flight,
+                  "Generations in flight while the device evaluates (default: 1 builtin; a "
+                  "model 2 fast, 4 deep)");
+  cmd->add_option("--budget-wall-s", o->budget_wall_s,
+                  "Stop issuing work after this many seconds of wall time");
+  cmd->add_option("--budget-device-s", o->budget_device_s,
+                  "Stop issuing work after this many seconds of device (evaluation) time");
+  cmd->add_option("--strategy", o->strategy,
+                  "Use this strategy of the store's population instead of the population's "
+                  "choice (see `openkernel intents --strategies`)");
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");

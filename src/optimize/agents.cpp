@@ -262,8 +262,12 @@ class LlmGenerator final : public Generator {
 
   std::string name() const override { return client_.endpoint().display; }
 
-  Generation next(const ProblemContext& p, const std::vector<Attempt>& history) override {
+  Generation next(const ProblemContext& p, const std::vector<Attempt>& all,
+                  const search::Direction* direction) override {
     Generation g;
+    // best-of-n: an independent sample, the same prompt every time.
+    static const std::vector<Attempt> kNone;
+    const std::vector<Attempt>& history = direction && direction->fresh ? kNone : all;
     auto system = load_template(prompts_, "generator_system");
     auto user = load_template(prompts_, "generator");
     if (!system || !user) {
@@ -276,6 +280,10 @@ class LlmGenerator final : public Generator {
     ctx["has_attempts"] = !history.empty();
     const Attempt* last = history.empty() ? nullptr : &history.back();
     ctx["diagnosis"] = last ? diagnosis_context(last->diagnosis) : json(nullptr);
+    ctx["direction"] = direction && direction->intent >= 0 && !direction->title.empty()
+                           ? json{{"title", direction->title}, {"rationale", direction->rationale}}
+                           : json(nullptr);
+    ctx["guidance"] = p.guidance.empty() ? json(nullptr) : json(p.guidance);
     ctx["skills"] = skills_context(skills_, p.backend);
     ctx["has_skills"] = !ctx["skills"].empty();
     const Attempt* best = nullptr;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "llm/client.hpp"
+#include "search/world_model.hpp"
 
 namespace ok::optimize {
 
@@ -27,6 +28,7 @@ struct ProblemContext {
   nlohmann::json graph;    // the worker's `analyze` result (docs/graph-ir.md); null if unknown
   nlohmann::json inspect;  // the worker's `inspect` result: shapes, flops, bytes
   nlohmann::json device;   // the worker's `device_info` result
+  std::string guidance;    // the search strategy's advice for the generator (may be empty)
 };
 
 // One finished attempt as the agents see it.
@@ -57,11 +59,20 @@ struct Generation {
   bool exhausted = false;  // nothing more to propose; the loop stops
 };
 
+// `next` may run on several threads at once (the orchestrator keeps generations in flight) once
+// `space` has been called: implementations keep no mutable state beyond what space() fills.
 class Generator {
  public:
   virtual ~Generator() = default;
   virtual std::string name() const = 0;
-  virtual Generation next(const ProblemContext& problem, const std::vector<Attempt>& history) = 0;
+  // The template points the generator can render, best prior first, each as the `params` its
+  // attempts carry (builtin); empty for a model, whose space is unbounded.
+  virtual std::vector<nlohmann::json> space(const ProblemContext&) { return {}; }
+  // The next candidate. `direction` (may be null) is what the search asks for: the template
+  // point to render (builtin), or an intent to pursue and whether to sample afresh without the
+  // history (a model).
+  virtual Generation next(const ProblemContext& problem, const std::vector<Attempt>& history,
+                          const search::Direction* direction = nullptr) = 0;
 };
 
 class Critic {

@@ -31,50 +31,46 @@ class BuiltinGenerator final : public Generator {
 
   std::string name() const override { return "builtin"; }
 
-  Generation next(const ProblemContext& p, const std::vector<Attempt>& history) override {
+  std::vector<json> space(const ProblemContext& p) override {
+    std::vector<json> out;
+    if (!ensure(p).empty() || !proposal_->supported) return out;
+    for (const auto& c : proposal_->candidates) out.push_back(params_of(c));
+    return out;
+  }
+
+  Generation next(const ProblemContext& p, const std::vector<Attempt>& history,
+                  const search::Direction* direction) override {
     Generation g;
-    if (!proposal_) {
-      if (!p.graph.is_object()) {
-        g.verdict = "unsupported";
-        g.error =
-            "the reference's operator graph is unavailable, so the builtin generator has "
-            "nothing to match";
-        g.exhausted = true;
-        return g;
-      }
-      if (!p.graph.value("traceable", false)) {
-        g.verdict = "unsupported";
-        g.error = "the builtin generator cannot read this reference: " +
-                  p.graph.value("reason", std::string("torch.fx could not trace it"));
-        g.exhausted = true;
-        return g;
-      }
-      auto r = generate::propose(p.graph, p.backend, p.source, skills_, seed_, max_);
-      if (!r) {
-        g.error = "the builtin generator failed: " + r.error().message;
-        g.exhausted = true;
-        return g;
-      }
-      proposal_ = std::move(*r);
-    }
-    if (!proposal_->supported) {
+    if (std::string why = ensure(p); !why.empty()) {
       g.verdict = "unsupported";
-      g.error = "unsupported by the builtin generator: " + proposal_->reason;
+      g.error = why;
       g.exhausted = true;
       return g;
     }
-    // Skip what this session already tried (a resumed session replays the same list).
-    std::set<std::string> tried;
-    for (const auto& a : history) tried.insert(a.params.dump());
-    for (const auto& c : proposal_->candidates) {
-      json params = c.params;
-      params["skill"] = c.skill;
-      params["pattern"] = c.pattern;
-      if (tried.count(params.dump())) continue;
-      g.source = c.source;
-      g.description = c.description + describe(c.params);
-      g.params = std::move(params);
+    if (!proposal_->supported) {
+      g.verdict = proposal_->reason.rfind("the builtin generator failed", 0) == 0
+                      ? "generation_failed"
+                      : "unsupported";
+      g.error = proposal_->reason;
+      g.exhausted = true;
       return g;
+    }
+    if (direction && direction->point) {
+      // The search chose the point.
+      if (*direction->point >= proposal_->candidates.size()) {
+        g.error = fmt::format("the search asked for template point {} of {}", *direction->point,
+                              proposal_->candidates.size());
+        return g;
+      }
+      return render(proposal_->candidates[*direction->point]);
+    }
+    // No direction: the next point in prior order that this session has not tried (a resumed
+    // session replays the same list).
+    std::set<std::string> tried;
+    for (const auto& a : history) tried.insert(strip(a.params).dump());
+    for (const auto& c : proposal_->candidates) {
+      if (tried.count(params_of(c).dump())) continue;
+      return render(c);
     }
     g.exhausted = true;
     return g;
@@ -85,6 +81,49 @@ class BuiltinGenerator final : public Generator {
   uint64_t seed_;
   int max_;
   std::optional<generate::Proposal> proposal_;
+
+  static json params_of(const generate::GeneratedCandidate& c) {
+    json params = c.params;
+    params["skill"] = c.skill;
+    params["pattern"] = c.pattern;
+    return params;
+  }
+
+  // An attempt's params without what the search added (its intent).
+  static json strip(json params) {
+    if (params.is_object()) params.erase("intent");
+    return params;
+  }
+
+  Generation render(const generate::GeneratedCandidate& c) const {
+    Generation g;
+    g.source = c.source;
+    g.description = c.description + describe(c.params);
+    g.params = params_of(c);
+    return g;
+  }
+
+  // Builds the proposal once; returns why the reference cannot be read ("" when it can).
+  std::string ensure(const ProblemContext& p) {
+    if (proposal_) return "";
+    if (!p.graph.is_object())
+      return "the reference's operator graph is unavailable, so the builtin generator has "
+             "nothing to match";
+    if (!p.graph.value("traceable", false))
+      return "the builtin generator cannot read this reference: " +
+             p.graph.value("reason", std::string("torch.fx could not trace it"));
+    auto r = generate::propose(p.graph, p.backend, p.source, skills_, seed_, max_);
+    if (!r) {
+      proposal_.emplace();
+      proposal_->supported = false;
+      proposal_->reason = "the builtin generator failed: " + r.error().message;
+      return "";
+    }
+    proposal_ = std::move(*r);
+    if (!proposal_->supported)
+      proposal_->reason = "unsupported by the builtin generator: " + proposal_->reason;
+    return "";
+  }
 };
 
 }  // namespace

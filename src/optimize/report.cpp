@@ -36,6 +36,7 @@ json report_json(const Options& o, const Outcome& out) {
   j["session"] = out.session;
   j["status"] = out.status;
   j["stop_reason"] = out.stop_reason;
+  j["search"] = out.search;
   j["problem"] = {{"name", o.name},
                   {"reference", o.reference},
                   {"level", o.level ? json(*o.level) : json(nullptr)},

@@ -3,9 +3,14 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <deque>
+#include <future>
+#include <random>
+#include <thread>
 
 #include "eval/evaluator.hpp"
 #include "eval/record.hpp"
+#include "search/strategy.hpp"
 #include "util/paths.hpp"
 #include "util/strings.hpp"
 
@@ -30,7 +35,12 @@ json Options::to_json() const {
             {"timeout_s", timeout_s},
             {"trials", trials},
             {"timing_budget_s", timing_budget_s},
-            {"no_sandbox", no_sandbox}};
+            {"no_sandbox", no_sandbox},
+            {"search", search},
+            {"in_flight", in_flight},
+            {"strategy", strategy}};
+  j["budget_wall_s"] = budget_wall_s ? json(*budget_wall_s) : json(nullptr);
+  j["budget_device_s"] = budget_device_s ? json(*budget_device_s) : json(nullptr);
   j["level"] = level ? json(*level) : json(nullptr);
   j["number"] = number ? json(*number) : json(nullptr);
   j["budget_usd"] = budget_usd ? json(*budget_usd) : json(nullptr);
@@ -58,11 +68,24 @@ Options Options::from_json(const json& j) {
   o.trials = j.value("trials", 5);
   o.timing_budget_s = j.value("timing_budget_s", 4.0);
   o.no_sandbox = j.value("no_sandbox", false);
+  // Sessions from before the search engine ran the plain loop: they resume as `prior`.
+  o.search = j.value("search", std::string("prior"));
+  o.in_flight = j.value("in_flight", 1);
+  if (j.contains("budget_wall_s") && j["budget_wall_s"].is_number())
+    o.budget_wall_s = j["budget_wall_s"].get<double>();
+  if (j.contains("budget_device_s") && j["budget_device_s"].is_number())
+    o.budget_device_s = j["budget_device_s"].get<double>();
+  o.strategy = j.value("strategy", std::string());
   return o;
 }
 
 int default_iterations(const std::string& mode) {
   return mode == "deep" ? 16 : 6;
+}
+
+int default_in_flight(const std::string& mode, bool builtin) {
+  if (builtin) return 1;
+  return mode == "deep" ? 4 : 2;
 }
 
 std::string new_session_id() {
@@ -159,6 +182,62 @@ std::optional<double> median_of(const json& r, const char* key) {
   return std::nullopt;
 }
 
+// The strategy knobs the planner uses.
+search::SearchParams params_of(const search::Strategy& s) {
+  search::SearchParams p;
+  p.exploration = s.exploration;
+  p.stagnation_window = s.stagnation_window;
+  p.min_gain = s.min_gain;
+  p.jump_distance = s.jump_distance;
+  p.diagnosis_weight = s.diagnosis_weight;
+  return p;
+}
+
+}  // namespace
+
+search::Observation observation_of(const Attempt& a, const search::TemplateSpace& space) {
+  search::Observation o;
+  o.attempt = a.number;
+  o.evaluated = a.evaluation_id.has_value();
+  o.correct = a.correct;
+  o.speedup = a.speedup;
+  o.verdict = a.verdict;
+  o.cost_usd = a.cost_usd;
+  if (a.diagnosis.is_object()) {
+    o.bottleneck = a.diagnosis.value("bottleneck", "");
+    if (a.diagnosis.contains("suggestions")) o.suggestions = a.diagnosis["suggestions"];
+  }
+  if (!space.empty() && a.params.is_object()) o.point = space.find(a.params);
+  return o;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// One attempt on its way: generated on its own thread, then evaluated, then diagnosed.
+struct Flight {
+  search::Direction direction;
+  std::future<Generation> generation;
+  Clock::time_point issued;
+  Attempt attempt;
+  bool evaluated = false;  // evaluated, or settled without an evaluation (attempt.verdict set)
+  std::optional<int64_t> candidate_id;
+  json result;
+  std::future<json> diagnosis;
+  double critic_cost = 0;
+  std::string stop;   // a stop reason this attempt gives (speed_of_light, exhausted, ...)
+  bool skip = false;  // no attempt to record
+};
+
+bool ready(const std::future<Generation>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 class Loop {
  public:
   Loop(std::string id, const Options& o, ProblemContext p, std::vector<Attempt> history,
@@ -178,25 +257,65 @@ class Loop {
     session_ = **row;
     if (session_.compile_runtime_us) out_.compile_runtime_us = session_.compile_runtime_us;
     const int total = o_.iterations > 0 ? o_.iterations : default_iterations(o_.mode);
+    total_ = total;
+    in_flight_ =
+        o_.in_flight > 0 ? o_.in_flight : default_in_flight(o_.mode, o_.model == "builtin");
     std::filesystem::create_directories(o_.out_dir / "attempts");
+    if (auto r = start_search(); !r) return std::unexpected(r.error());
     emit("started", 0, total, fmt::format("{} on {} with {}", p_.name, o_.backend, o_.model));
+    emit("strategy", 0, total,
+         fmt::format("{} search, strategy {} for {} problems, {} in flight{}",
+                     search::policy_name(planner_->policy()), strategy_.id, class_, in_flight_,
+                     planner_->space().empty()
+                         ? ""
+                         : fmt::format(", {} template points", planner_->space().size())));
+    started_ = Clock::now();
     out_.stop_reason = "iterations";
-    for (int n = static_cast<int>(out_.attempts.size()) + 1; n <= total; ++n) {
-      if (cancelled()) {
-        out_.stop_reason = "interrupted";
-        break;
+    std::string stopping;  // why no new work is issued ("" while running)
+    // Directions issued before a kill but never recorded are generated again first.
+    for (auto& d : replay_pending_) launch(d);
+    replay_pending_.clear();
+    while (true) {
+      if (stopping.empty()) stopping = should_stop();
+      if (stopping.empty()) top_up(total);
+      publish_decisions();
+      if (flights_.empty()) break;
+      const bool drop = stopping == "interrupted" || stopping == "error";
+      const bool no_device = stopping == "wall_time" || stopping == "device_time";
+      // The device first: evaluate the oldest generated, unevaluated attempt.
+      Flight* next = nullptr;
+      for (auto& f : flights_)
+        if (!f.evaluated) {
+          next = &f;
+          break;
+        }
+      if (next && drop) {
+        // Ctrl-C: attempts not yet evaluated are abandoned (their directions replay on resume).
+        while (!flights_.empty() && !flights_.back().evaluated) {
+          if (flights_.back().generation.valid()) flights_.back().generation.wait();
+          flights_.pop_back();
+        }
+        continue;
       }
-      if (o_.budget_usd && spent() >= *o_.budget_usd) {
-        out_.stop_reason = "budget";
-        break;
+      if (next && (ready(next->generation) || next == &flights_.front())) {
+        if (!await(next->generation)) continue;  // interrupted while waiting
+        if (auto r = settle(*next, no_device); !r) return std::unexpected(r.error());
+        if (!next->stop.empty() && stopping.empty()) stopping = next->stop;
+        continue;
       }
-      auto stop = step(n, total);
-      if (!stop) return std::unexpected(stop.error());
-      if (!stop->empty()) {
-        out_.stop_reason = *stop;
-        break;
+      Flight& f = flights_.front();
+      if (f.evaluated) {
+        if (auto r = finish(f); !r) return std::unexpected(r.error());
+        if (!f.stop.empty() && stopping.empty()) stopping = f.stop;
+        flights_.pop_front();
+        continue;
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    if (!stopping.empty())
+      out_.stop_reason = stopping;
+    else if (exhausted_)
+      out_.stop_reason = "exhausted";
     out_.status = out_.stop_reason == "interrupted" ? "interrupted" : "finished";
     out_.cost_usd = spent();
     if (out_.best) {
@@ -204,37 +323,202 @@ class Loop {
       out_.best_path = o_.out_dir / ("best_" + sanitize(p_.name) + ".py");
       if (auto src = util::read_file(b.path)) (void)util::write_file(out_.best_path, *src);
     }
+    if (out_.status == "finished") learn();
+    checkpoint();
     save_session(out_.status);
     emit("stopped", 0, total, out_.stop_reason);
     return out_;
   }
 
  private:
-  // One attempt; returns a stop reason, or "" to continue.
-  util::Result<std::string> step(int n, int total) {
-    auto t0 = std::chrono::steady_clock::now();
-    emit("generating", n, total, d_.generator->name());
-    Generation g = d_.generator->next(p_, out_.attempts);
-    if (g.source.empty() && g.error.empty()) return std::string("exhausted");
-    if (!g.error.empty() && cancelled())
-      return std::string("interrupted");  // not the model's fault
-    Attempt a;
-    a.number = n;
+  // The planner for this session: a new one under the population's choice of strategy, or the
+  // recorded one rebuilt by replaying the recorded attempts.
+  util::Result<void> start_search() {
+    auto policy = search::parse_policy(o_.search);
+    if (!policy)
+      return fail(ErrorKind::kUsage, "unknown search " + o_.search + " (engine, best-of-n, prior)");
+    auto points = d_.generator->space(p_);
+    search::TemplateSpace space(points);
+    class_ = problem_class(points);
+    auto pop = load_population();
+    if (!pop) return std::unexpected(pop.error());
+    population_ = std::move(*pop);
+    auto saved = d_.store->search_state(id_, "intents");
+    if (!saved) return std::unexpected(saved.error());
+    json earlier = *saved ? json::parse(**saved, nullptr, false) : json();
+    std::mt19937_64 rng(o_.seed ^ 0x57A7E6ull);
+    if (earlier.is_object() && earlier.contains("strategy")) {
+      auto s = search::Strategy::from_json(earlier["strategy"]);
+      if (!s) return std::unexpected(s.error());
+      strategy_ = *s;
+    } else if (!o_.strategy.empty()) {
+      const search::Strategy* s = population_.find(o_.strategy);
+      if (!s) return fail(ErrorKind::kUsage, "no strategy " + o_.strategy + " in the store");
+      strategy_ = *s;
+    } else {
+      strategy_ = population_.choose(class_, rng);
+    }
+    p_.guidance = strategy_.guidance;
+    planner_.emplace(*policy, params_of(strategy_), std::move(space), o_.seed, p_.name);
+    // Replay: the same issue rule as the live loop, so the same directions come out.
+    for (const auto& a : out_.attempts) {
+      while (planner_->issued() < planner_->observed() + in_flight_ &&
+             planner_->issued() < a.number) {
+        auto d = planner_->next();
+        if (!d) break;
+        issued_.push_back(*d);
+      }
+      search::Direction d;
+      if (!issued_.empty() && issued_.front().sequence == a.number) {
+        d = issued_.front();
+        issued_.pop_front();
+      }
+      planner_->observe(d, observation_of(a, planner_->space()));
+      note_best(a);
+    }
+    for (auto& d : issued_) replay_pending_.push_back(d);
+    issued_.clear();
+    (void)planner_->take_decisions();  // replayed decisions were shown the first time
+    if (!out_.attempts.empty())
+      emit("search", 0, 0,
+           fmt::format("replayed: {} recorded attempts into the intent tree ({} intents)",
+                       out_.attempts.size(), planner_->intents().size()));
+    return {};
+  }
+
+  util::Result<search::Population> load_population() {
+    auto text = d_.store->search_state("global", "strategies");
+    if (!text) return std::unexpected(text.error());
+    if (!*text) return search::Population::seeded();
+    json j = json::parse(**text, nullptr, false);
+    auto pop = search::Population::from_json(j);
+    if (!pop) {
+      emit("warning", 0, 0,
+           "the stored strategy population is unreadable (" + pop.error().message +
+               "); starting from the seeds");
+      return search::Population::seeded();
+    }
+    return pop;
+  }
+
+  // The problem class strategies are chosen by: the builtin proposer's pattern, else "other".
+  static std::string problem_class(const std::vector<json>& points) {
+    if (!points.empty() && points.front().is_object())
+      return points.front().value("pattern", std::string("other"));
+    return "other";
+  }
+
+  // The outer loop learns from a finished session: its outcome is recorded against the
+  // strategy, which then mutates reflectively from the failure trace; the population is bounded
+  // and saved.
+  void learn() {
+    if (planner_->policy() != search::Policy::kEngine || out_.attempts.empty()) return;
+    search::Outcome r;
+    r.problem = p_.name;
+    r.problem_class = class_;
+    r.correct = out_.best.has_value();
+    r.speedup = out_.best ? out_.attempts[*out_.best].speedup.value_or(0) : 0;
+    r.cost_usd = spent();
+    r.evaluations = static_cast<int>(out_.attempts.size());
+    r.evaluations_to_best = out_.best ? out_.attempts[*out_.best].number : 0;
+    for (const auto& i : planner_->intents())
+      if (i.status == "failed" || i.status == "pruned")
+        r.failures.push_back(i.note.rfind("no gain", 0) == 0 ? "no_gain" : i.note);
+    for (const auto& dcs : decisions_log_)
+      if (dcs.kind == "stagnation") r.failures.push_back("stagnation");
+    // A strategy from an earlier store (or --strategy) may be missing: add it first.
+    if (!population_.find(strategy_.id)) return;
+    population_.record(strategy_.id, r);
+    std::mt19937_64 rng(o_.seed ^ 0x3EF1EC7ull);
+    const search::Strategy& child = population_.mutate(strategy_.id, class_, rng);
+    emit("search", 0, 0,
+         fmt::format("strategy_mutated: {} -> {}: {}", strategy_.id, child.id, child.mutation));
+    population_.prune();
+    if (auto w = d_.store->put_search_state("global", "strategies", population_.to_json().dump());
+        !w)
+      emit("warning", 0, 0, "the strategy population was not saved: " + w.error().message);
+  }
+
+  std::string should_stop() const {
+    if (cancelled()) return "interrupted";
+    if (o_.budget_usd && spent() >= *o_.budget_usd) return "budget";
+    if (o_.budget_wall_s && seconds_since(started_) >= *o_.budget_wall_s) return "wall_time";
+    if (o_.budget_device_s && device_s_ >= *o_.budget_device_s) return "device_time";
+    return "";
+  }
+
+  // Issues directions until K are in flight (proposal n after results 1..n-K).
+  void top_up(int total) {
+    while (!exhausted_ && planner_->issued() < planner_->observed() + in_flight_ &&
+           planner_->issued() < total) {
+      auto d = planner_->next();
+      if (!d) {
+        exhausted_ = true;
+        break;
+      }
+      launch(*d);
+    }
+  }
+
+  void launch(const search::Direction& d) {
+    Flight f;
+    f.direction = d;
+    f.issued = Clock::now();
+    emit("generating", d.sequence, 0, d.title.empty() ? d_.generator->name() : d.title);
+    Generator* gen = d_.generator;
+    f.generation = std::async(std::launch::async, [gen, p = p_, history = out_.attempts, d]() {
+      return gen->next(p, history, &d);
+    });
+    flights_.push_back(std::move(f));
+  }
+
+  // Waits for a generation, watching for Ctrl-C; false when interrupted first.
+  bool await(std::future<Generation>& f) {
+    while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+      if (cancelled()) return false;
+    return true;
+  }
+
+  // Evaluates a generated attempt (or settles a failed generation, or, with the device stopped
+  // by a time budget, keeps the candidate unevaluated), then starts its diagnosis.
+  util::Result<void> settle(Flight& f, bool no_device) {
+    Generation g = f.generation.get();
+    Attempt& a = f.attempt;
+    a.number = f.direction.sequence;
     a.generator = d_.generator->name();
     a.params = g.params;
+    if (f.direction.intent >= 0) {
+      const auto& i = planner_->intents()[static_cast<size_t>(f.direction.intent)];
+      a.params["intent"] = {{"id", i.id}, {"title", i.title}};
+    }
     a.description = g.description;
     a.cost_usd = g.cost_usd;
+    f.evaluated = true;
+    if (g.source.empty() && g.error.empty()) {
+      f.skip = true;  // nothing to record: the generator has nothing left
+      f.stop = "exhausted";
+      return {};
+    }
     if (!g.error.empty()) {
       a.verdict = g.verdict.empty() ? "generation_failed" : g.verdict;
       a.error = g.error;
-      a.wall_s = seconds_since(t0);
-      if (auto r = record(a, std::nullopt); !r) return std::unexpected(r.error());
-      if (g.exhausted) return std::string(a.verdict == "unsupported" ? "unsupported" : "exhausted");
-      return std::string();
+      a.wall_s = seconds_since(f.issued);
+      if (g.exhausted) f.stop = a.verdict == "unsupported" ? "unsupported" : "exhausted";
+      if (cancelled()) f.stop = "interrupted";
+      return {};
     }
-    a.path = (o_.out_dir / "attempts" / fmt::format("attempt_{:03d}.py", n)).string();
+    a.path = (o_.out_dir / "attempts" / fmt::format("attempt_{:03d}.py", a.number)).string();
     if (auto w = util::write_file(a.path, g.source); !w) return std::unexpected(w.error());
-    emit("evaluating", n, total, a.description);
+    if (no_device) {
+      a.verdict = "not_evaluated";
+      a.error =
+          "the time budget stopped the device before this candidate was evaluated; it is "
+          "kept at " +
+          a.path;
+      a.wall_s = seconds_since(f.issued);
+      return {};
+    }
+    emit("evaluating", a.number, 0, a.description);
     eval::EvalRequest req;
     req.reference = o_.reference;
     req.candidate = a.path;
@@ -251,21 +535,33 @@ class Loop {
       req.compile_baseline = true;
       asked_compile_ = true;
     }
+    const auto t_eval = Clock::now();
     auto result = eval::evaluate(*d_.worker, req, d_.cancel);
+    device_s_ += seconds_since(t_eval);
+    ++evaluations_;
     if (!result) {
-      if (result.error().kind == ErrorKind::kCancelled) return std::string("interrupted");
+      if (result.error().kind == ErrorKind::kCancelled) {
+        f.stop = "interrupted";
+        a.verdict = "not_evaluated";
+        a.error = "interrupted during its evaluation";
+        a.wall_s = seconds_since(f.issued);
+        return {};
+      }
       a.verdict = "evaluator_error";
       a.error = result.error().message;
-      a.wall_s = seconds_since(t0);
-      if (auto r = record(a, std::nullopt); !r) return std::unexpected(r.error());
-      if (!d_.restart_worker) return std::string("error");
+      a.wall_s = seconds_since(f.issued);
+      if (!d_.restart_worker) {
+        f.stop = "error";
+        return {};
+      }
       auto w = d_.restart_worker();
       if (!w) {
         out_.error = "the evaluation worker could not be restarted: " + w.error().message;
-        return std::string("error");
+        f.stop = "error";
+        return {};
       }
       *d_.worker = std::move(*w);
-      return std::string();
+      return {};
     }
     json& r = *result;
     a.verdict = r.value("verdict", "unknown");
@@ -281,18 +577,77 @@ class Loop {
                                        a.path, r, id_);
     if (!ids) return std::unexpected(ids.error());
     a.evaluation_id = ids->evaluation_id;
-    double critic_cost = 0;
-    if (!cancelled()) a.diagnosis = d_.critic->diagnose(p_, a, r, critic_cost);
-    a.cost_usd += critic_cost;
-    a.wall_s = seconds_since(t0);
-    if (auto rec = record(a, ids->candidate_id); !rec) return std::unexpected(rec.error());
-    if (cancelled()) return std::string("interrupted");
+    f.candidate_id = ids->candidate_id;
+    f.result = r;
+    if (!cancelled()) {
+      Critic* critic = d_.critic;
+      f.diagnosis = std::async(std::launch::async, [critic, p = p_, a, r, cost = &f.critic_cost] {
+        return critic->diagnose(p, a, r, *cost);
+      });
+    }
     double sol = r.contains("roofline") && r["roofline"].is_object()
                      ? r["roofline"].value("fraction_of_speed_of_light", 0.0)
                      : 0.0;
-    if (a.correct && sol >= kSpeedOfLightStop) return std::string("speed_of_light");
-    if (g.exhausted) return std::string("exhausted");
-    return std::string();
+    if (a.correct && sol >= kSpeedOfLightStop) f.stop = "speed_of_light";
+    return {};
+  }
+
+  // Records the front attempt (with its diagnosis), tells the planner, checkpoints the tree.
+  util::Result<void> finish(Flight& f) {
+    if (f.skip) return {};
+    Attempt& a = f.attempt;
+    if (f.diagnosis.valid()) {
+      a.diagnosis = f.diagnosis.get();
+      a.cost_usd += f.critic_cost;
+    }
+    a.wall_s = std::max(a.wall_s, seconds_since(f.issued));
+    if (auto r = record(a, f.candidate_id); !r) return std::unexpected(r.error());
+    planner_->observe(f.direction, observation_of(out_.attempts.back(), planner_->space()));
+    publish_decisions();
+    checkpoint();
+    return {};
+  }
+
+  void note_best(const Attempt& a) {
+    if (a.correct && a.speedup && (!best_seen_ || *a.speedup > *best_seen_)) {
+      best_seen_ = a.speedup;
+      evaluations_to_best_ = a.number;
+    }
+  }
+
+  void publish_decisions() {
+    for (auto& dc : planner_->take_decisions()) {
+      emit("search", dc.intent, 0, dc.kind + ": " + dc.text);
+      decisions_log_.push_back(std::move(dc));
+    }
+  }
+
+  // The search state: in the store (after every evaluation) and OUT/intents.json.
+  void checkpoint() {
+    json j = planner_->to_json();
+    j["session"] = id_;
+    j["strategy"] = strategy_.to_json();
+    j["problem_class"] = class_;
+    j["in_flight"] = in_flight_;
+    const double wall = started_ == Clock::time_point{} ? 0.0 : seconds_since(started_);
+    j["device_busy_s"] = device_s_;
+    j["wall_s"] = wall;
+    j["device_busy_fraction"] = wall > 0 ? device_s_ / wall : 0.0;
+    j["evaluations"] = evaluations_;
+    j["evaluations_to_best"] = best_seen_ ? json(evaluations_to_best_) : json(nullptr);
+    j["decisions"] = static_cast<int>(decisions_log_.size());
+    // The report gets the summary; the store and OUT/intents.json the whole tree.
+    out_.search = json::object();
+    for (const char* k :
+         {"policy", "problem_class", "in_flight", "device_busy_s", "wall_s", "device_busy_fraction",
+          "evaluations", "evaluations_to_best", "decisions", "space_size", "best_point"})
+      out_.search[k] = j[k];
+    out_.search["strategy"] = strategy_.id;
+    out_.search["intents"] = j["intents"].size();
+    out_.search["intents_json"] = (o_.out_dir / "intents.json").string();
+    if (auto w = d_.store->put_search_state(id_, "intents", j.dump()); !w)
+      emit("warning", 0, 0, "the intent tree was not saved: " + w.error().message);
+    (void)util::write_file(o_.out_dir / "intents.json", j.dump(2) + "\n");
   }
 
   // Appends the attempt to the history and the store, then updates the session row.
@@ -317,6 +672,7 @@ class Loop {
     if (auto r = d_.store->insert_attempt(row); !r) return std::unexpected(r.error());
     out_.attempts.push_back(std::move(a));
     consider_best(out_.attempts.size() - 1);
+    note_best(out_.attempts.back());
     save_session("running");
     emit("attempt", out_.attempts.back().number, 0, "", &out_.attempts.back());
     return {};
@@ -354,16 +710,12 @@ class Loop {
     Event e;
     e.kind = kind;
     e.number = n;
-    e.total = total;
+    e.total = total > 0 ? total : total_;
     e.text = std::move(text);
     e.attempt = a;
     if (out_.best) e.best_speedup = out_.attempts[*out_.best].speedup;
     e.cost_usd = spent();
     d_.observer(e);
-  }
-
-  static double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
   static std::string sanitize(const std::string& s) {
@@ -380,8 +732,23 @@ class Loop {
   store::SessionRow session_;
   bool asked_compile_ = false;
   double resumed_cost_ = 0;
+  int in_flight_ = 1;
+  int total_ = 0;
+  std::optional<search::Planner> planner_;
+  search::Population population_;
+  search::Strategy strategy_;
+  std::string class_;
+  std::deque<Flight> flights_;
+  std::deque<search::Direction> issued_;
+  std::vector<search::Direction> replay_pending_;
+  std::vector<search::Decision> decisions_log_;
+  bool exhausted_ = false;
+  Clock::time_point started_{};
+  double device_s_ = 0;
+  int evaluations_ = 0;
+  std::optional<double> best_seen_;
+  int evaluations_to_best_ = 0;
 };
-
 }  // namespace
 
 util::Result<Outcome> run_session(const std::string& id, const Options& o, ProblemContext problem,

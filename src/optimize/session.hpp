@@ -1,13 +1,20 @@
-// One `openkernel optimize` session: the inner generate -> evaluate -> diagnose -> retry loop.
+// One `openkernel optimize` session: the orchestrator of the three-level search (docs/search.md).
 //
-// The loop asks the Generator for a candidate, writes it under OUT/attempts/, evaluates it through
-// the Worker, records the evaluation and the attempt in the store at once (so a crash or kill -9
-// loses at most the evaluation in flight), asks the Critic for a diagnosis that the next
-// generation reads, and stops on the iteration limit, the USD budget, an exhausted generator,
-// Ctrl-C, or a correct candidate within 5% of speed of light. A resumed session replays its
-// recorded attempts into the history and continues with the next number.
+// The search's Planner (src/search: the intent-tree world model, under a strategy chosen from the
+// evolving population) says what to try; the Generator writes candidates for it, several in
+// flight on their own threads (`in_flight`), while the Worker evaluates them one at a time in
+// issue order (the device's queue) and the Critic diagnoses each. Every evaluation is recorded
+// with its attempt in the store at once and the intent tree checkpointed after it, so a crash or
+// kill -9 loses at most the evaluations in flight. Proposal n is issued once results 1..n-K are
+// known (K = in_flight), so the search is deterministic given the seed and the model's replies,
+// and a resumed session rebuilds the planner by replaying its recorded attempts.
 //
-// Not thread-safe; one session per Worker.
+// Stops on the iteration limit, the USD / wall-time / device-time budgets, an exhausted
+// generator, Ctrl-C, or a correct candidate within 5% of speed of light. Paid work is never
+// thrown away: generations already paid for are evaluated after a USD or iteration stop, and kept
+// as not_evaluated attempts after a time budget stops the device.
+//
+// The session's own thread drives it; one session per Worker.
 #pragma once
 
 #include <atomic>
@@ -45,6 +52,10 @@ struct Options {
   int trials = 5;
   double timing_budget_s = 4;
   bool no_sandbox = false;
+  std::string search = "engine";  // engine, best-of-n, prior (search/world_model.hpp)
+  int in_flight = 0;              // generations in flight; 0: the mode's default
+  std::optional<double> budget_wall_s, budget_device_s;
+  std::string strategy;  // a strategy id to use instead of the population's choice
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);
@@ -52,12 +63,17 @@ struct Options {
 
 // The iterations a mode allows when --iterations is not given.
 int default_iterations(const std::string& mode);
+// The generations a mode keeps in flight when --in-flight is not given: 1 for the builtin
+// generator (it answers at once); for a model 2 (fast) or 4 (deep).
+int default_in_flight(const std::string& mode, bool builtin);
 // The fraction of speed of light at which the loop stops: nothing left worth trying.
 inline constexpr double kSpeedOfLightStop = 0.95;
 
 // What the loop tells its observer (the CLI prints it; the UIs will draw it).
 struct Event {
-  std::string kind;  // started, generating, evaluating, attempt, stopped
+  // started, generating, evaluating, attempt, search (a planner decision: text is
+  // "KIND: what"), strategy, warning, stopped
+  std::string kind;
   int number = 0, total = 0;
   std::string text;
   const Attempt* attempt = nullptr;
@@ -68,8 +84,10 @@ using Observer = std::function<void(const Event&)>;
 
 struct Outcome {
   std::string session;
-  std::string status;       // finished, interrupted, failed
-  std::string stop_reason;  // iterations, budget, exhausted, speed_of_light, interrupted, error
+  std::string status;  // finished, interrupted, failed
+  // iterations, budget, wall_time, device_time, exhausted, unsupported, speed_of_light,
+  // interrupted, error
+  std::string stop_reason;
   std::vector<Attempt> attempts;
   std::optional<size_t> best;  // index into attempts
   std::optional<double> compile_runtime_us, eager_runtime_us;
@@ -77,6 +95,9 @@ struct Outcome {
   std::filesystem::path best_path;  // OUT/best_<name>.py when a correct candidate exists
   nlohmann::json device;
   std::string error;  // why the session failed, when it did
+  // The search: policy, strategy, problem class, in_flight, device_busy_s, wall_s,
+  // device_busy_fraction, evaluations, evaluations_to_best, decisions, and the intent tree.
+  nlohmann::json search = nlohmann::json::object();
 };
 
 struct Dependencies {
@@ -103,6 +124,10 @@ util::Result<Outcome> run_session(const std::string& id, const Options& o, Probl
 // earlier best exactly as the first run would have.
 std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows,
                                         store::Store* store = nullptr);
+
+// What attempt `a` taught the search (its point in `space` when it is a template point); used
+// live and to replay recorded attempts.
+search::Observation observation_of(const Attempt& a, const search::TemplateSpace& space);
 
 // The store row of a new session `id` started with `o` (status running, no best yet).
 store::SessionRow new_session_row(const std::string& id, const Options& o);

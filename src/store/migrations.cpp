@@ -145,7 +145,19 @@ CREATE TABLE baselines (
 CREATE INDEX baselines_problem ON baselines(problem_id, device, backend);
 )sql";
 
-constexpr std::array<std::string_view, 4> kMigrations = {kV1, kV2, kV3, kV4};
+// Version 5: the search's state: per session its intent tree (kind "intents"), and under the
+// scope "global" the strategy population (kind "strategies"). Rewritten after every evaluation.
+constexpr std::string_view kV5 = R"sql(
+CREATE TABLE search_state (
+  scope TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  json TEXT NOT NULL,
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  PRIMARY KEY (scope, kind)
+);
+)sql";
+
+constexpr std::array<std::string_view, 5> kMigrations = {kV1, kV2, kV3, kV4, kV5};
 }  // namespace
 
 std::span<const std::string_view> migrations() {

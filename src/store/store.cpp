@@ -263,6 +263,7 @@ util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
       "DELETE FROM main.attempts WHERE session IN {s};"
       "DELETE FROM main.evaluations WHERE session IN {s};"
       "DELETE FROM main.llm_calls WHERE session IN {s};"
+      "DELETE FROM main.search_state WHERE scope IN {s};"
       "DELETE FROM main.sessions WHERE id IN {s};"
       "INSERT OR IGNORE INTO main.problems(source_hash, name, path, level, problem_number, "
       "source, created_at) SELECT source_hash, name, path, level, problem_number, source, "
@@ -293,7 +294,9 @@ util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
       "base_url, stream, request, response, stop_reason, status, error_kind, error, "
       "http_status, attempts, input_tokens, output_tokens, cached_input_tokens, "
       "usage_estimated, cost_usd, cost_estimated, latency_ms, ttft_ms, started_at, created_at "
-      "FROM src.llm_calls WHERE session IN {s};",
+      "FROM src.llm_calls WHERE session IN {s};"
+      "INSERT INTO main.search_state(scope, kind, json, updated_at) SELECT scope, kind, json, "
+      "updated_at FROM src.search_state WHERE scope IN {s};",
       fmt::arg("s", sessions), fmt::arg("off", offset),
       fmt::arg("p", fmt::format(fmt::runtime(kMapProblem), "e.problem_id")),
       fmt::arg("c", fmt::format(fmt::runtime(kMapCandidate), "e.candidate_id")),
@@ -356,6 +359,28 @@ util::Result<std::optional<BaselineRow>> Store::latest_baseline(const std::strin
   b.versions_json = st->col_text(8);
   b.result_json = st->col_text(9);
   return std::optional<BaselineRow>(std::move(b));
+}
+
+util::Result<void> Store::put_search_state(const std::string& scope, const std::string& kind,
+                                           const std::string& json_text) {
+  auto st = db_.prepare(
+      "INSERT INTO search_state(scope, kind, json) VALUES (?1, ?2, ?3) ON CONFLICT(scope, kind) "
+      "DO UPDATE SET json = excluded.json, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, scope).bind(2, kind).bind(3, json_text);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  return {};
+}
+
+util::Result<std::optional<std::string>> Store::search_state(const std::string& scope,
+                                                             const std::string& kind) {
+  auto st = db_.prepare("SELECT json FROM search_state WHERE scope = ?1 AND kind = ?2");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, scope).bind(2, kind);
+  auto r = st->step();
+  if (!r) return std::unexpected(r.error());
+  if (!*r) return std::optional<std::string>();
+  return std::optional<std::string>(st->col_text(0));
 }
 
 }  // namespace ok::store

@@ -105,9 +105,9 @@ class Store {
   util::Result<std::optional<std::string>> evaluation_result(int64_t id);
 
   // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls and
-  // the problems and candidates they use) into this one, replacing earlier copies of the same
-  // sessions, in one transaction. Returns how many sessions were copied. Used to gather the
-  // per-task stores of a SLURM sweep; `other` is migrated to this version first.
+  // the problems and candidates they use, and their intent trees) into this one, replacing earlier
+  // copies of the same sessions, in one transaction. Returns how many sessions were copied. Used to
+  // gather the per-task stores of a SLURM sweep; `other` is migrated to this version first.
   util::Result<int> merge_sessions(const std::filesystem::path& other);
 
   util::Result<int64_t> insert_baseline(const BaselineRow& b);
@@ -115,6 +115,13 @@ class Store {
   util::Result<std::optional<BaselineRow>> latest_baseline(const std::string& source_hash,
                                                            const std::string& device,
                                                            const std::string& backend);
+
+  // The search's state (version 5): `scope` is a session id or "global"; `kind` is "intents"
+  // (a session's intent tree) or "strategies" (the population). put_ replaces the earlier value.
+  util::Result<void> put_search_state(const std::string& scope, const std::string& kind,
+                                      const std::string& json_text);
+  util::Result<std::optional<std::string>> search_state(const std::string& scope,
+                                                        const std::string& kind);
 
   Database& db() { return db_; }
   const std::filesystem::path& path() const { return path_; }

@@ -1,0 +1,565 @@
+#include "search/world_model.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ok::search {
+
+using nlohmann::json;
+
+namespace {
+
+// A wrong answer teaches as much as a large slowdown: it counts as this log gain for its axis.
+constexpr double kIncorrectGain = -0.5;
+// The prior's say in the score: the first value of an axis in the skill's list scores this much
+// more than the last.
+constexpr double kPriorWeight = 0.06;
+// What the critic's bottleneck adds to an axis that addresses it (times diagnosis_weight).
+constexpr double kDiagnosisBoost = 0.04;
+// What continuing (or reversing) an axis's last improving direction adds (subtracts).
+constexpr double kTrendBonus = 0.05;
+// A model's intent is retried at most this often before it counts as failed.
+constexpr int kModelTries = 1;
+
+std::string fmt_value(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+json Intent::to_json() const {
+  return {{"id", id},
+          {"parent", parent < 0 ? json(nullptr) : json(parent)},
+          {"title", title},
+          {"rationale", rationale},
+          {"source", source},
+          {"status", status},
+          {"note", note},
+          {"priority", priority},
+          {"confidence", confidence},
+          {"attempts", attempts},
+          {"cost_usd", cost_usd},
+          {"evidence", evidence},
+          {"action", action}};
+}
+
+std::optional<Policy> parse_policy(const std::string& s) {
+  if (s == "engine") return Policy::kEngine;
+  if (s == "best-of-n") return Policy::kBestOfN;
+  if (s == "prior") return Policy::kPrior;
+  return std::nullopt;
+}
+
+std::string policy_name(Policy p) {
+  switch (p) {
+    case Policy::kEngine:
+      return "engine";
+    case Policy::kBestOfN:
+      return "best-of-n";
+    case Policy::kPrior:
+      return "prior";
+  }
+  return "engine";
+}
+
+Planner::Planner(Policy policy, SearchParams params, TemplateSpace space, uint64_t seed,
+                 std::string problem)
+    : policy_(policy),
+      params_(params),
+      space_(std::move(space)),
+      rng_(seed ^ 0x5EA2C4ull),
+      problem_(std::move(problem)) {
+  axis_stats_.resize(space_.axes().size());
+  trend_.assign(space_.axes().size(), 0);
+  Intent root;
+  root.title = problem_.empty() ? "make the reference faster" : "make " + problem_ + " faster";
+  root.rationale = "the search's root: every hypothesis below refines it";
+  root.source = "root";
+  root.status = "trying";
+  root.priority = 1;
+  add(std::move(root));
+}
+
+Intent& Planner::add(Intent i) {
+  i.id = static_cast<int>(intents_.size());
+  intents_.push_back(std::move(i));
+  Intent& added = intents_.back();
+  if (added.id > 0) decide("intent_added", added.id, added.title);
+  return intents_.back();
+}
+
+void Planner::decide(std::string kind, int intent, std::string text) {
+  decisions_.push_back({std::move(kind), intent, std::move(text)});
+}
+
+std::vector<Decision> Planner::take_decisions() {
+  std::vector<Decision> out;
+  out.swap(decisions_);
+  return out;
+}
+
+std::set<size_t> Planner::excluded() const {
+  std::set<size_t> out = tried_;
+  out.insert(bad_.begin(), bad_.end());
+  return out;
+}
+
+std::optional<Direction> Planner::next() {
+  std::optional<Direction> d;
+  switch (policy_) {
+    case Policy::kEngine:
+      d = space_.empty() ? next_engine_model() : next_engine();
+      break;
+    case Policy::kBestOfN:
+      d = next_best_of_n();
+      break;
+    case Policy::kPrior:
+      d = next_prior();
+      break;
+  }
+  if (!d) {
+    decide("exhausted", -1, "nothing left to try");
+    return std::nullopt;
+  }
+  d->sequence = ++issued_;
+  if (d->point) tried_.insert(*d->point);
+  if (d->intent >= 0) {
+    Intent& i = intents_[static_cast<size_t>(d->intent)];
+    i.status = "trying";
+    decide(
+        "intent_chosen", i.id,
+        fmt::format("{} (priority {:.3f}, confidence {:.2f})", i.title, i.priority, i.confidence));
+  }
+  return d;
+}
+
+std::optional<Direction> Planner::next_prior() {
+  Direction d;
+  if (space_.empty()) return d;  // a model: the plain retry loop
+  for (size_t i = 0; i < space_.size(); ++i)
+    if (!tried_.count(i)) {
+      d.point = i;
+      d.title = "the proposer's next point" + space_.describe(i);
+      return d;
+    }
+  return std::nullopt;
+}
+
+std::optional<Direction> Planner::next_best_of_n() {
+  Direction d;
+  d.fresh = true;
+  if (space_.empty()) return d;  // a model: a fresh sample without history
+  std::vector<double> w;
+  std::vector<size_t> ids;
+  for (size_t i = 0; i < space_.size(); ++i)
+    if (!tried_.count(i)) {
+      ids.push_back(i);
+      w.push_back(1.0 / (1.0 + static_cast<double>(i)));
+    }
+  if (ids.empty()) return std::nullopt;
+  std::discrete_distribution<size_t> pick(w.begin(), w.end());
+  d.point = ids[pick(rng_)];
+  d.title = "a sample from the proposal distribution" + space_.describe(*d.point);
+  return d;
+}
+
+double Planner::axis_score(size_t a, const json& v) const {
+  const Axis& ax = space_.axes()[a];
+  const auto& st = axis_stats_[a];
+  // What changing this axis has gained so far (shrunk toward zero while evidence is thin).
+  double learnt = st.n > 0 ? st.gain / (st.n + 1.0) : 0.0;
+  auto it = std::find(ax.values.begin(), ax.values.end(), v);
+  double rank = static_cast<double>(it - ax.values.begin());
+  double prior = kPriorWeight * (1.0 - rank / static_cast<double>(ax.values.size()));
+  // Numeric axes: keep going the way the last improving move on this axis went.
+  double trend = 0;
+  if (best_point_ && v.is_number() && a < trend_.size() && trend_[a] != 0) {
+    const json& cur = space_.value(*best_point_, a);
+    if (cur.is_number()) {
+      double step = v.get<double>() - cur.get<double>();
+      trend = (step > 0) == (trend_[a] > 0) ? kTrendBonus : -kTrendBonus;
+    }
+  }
+  double diag = !last_bottleneck_.empty() && ax.bottleneck == last_bottleneck_
+                    ? kDiagnosisBoost * params_.diagnosis_weight
+                    : 0.0;
+  double total_n = 0;
+  for (const auto& s : axis_stats_) total_n += s.n;
+  double bonus = params_.exploration * 0.1 * std::sqrt(std::log(total_n + 2.0) / (st.n + 1.0));
+  return learnt + prior + trend + diag + bonus;
+}
+
+void Planner::expand_base() {
+  // The children of the base: one intent per axis value that differs from the incumbent's.
+  const size_t from = best_point_.value_or(0);
+  for (size_t a = 0; a < space_.axes().size(); ++a) {
+    const Axis& ax = space_.axes()[a];
+    for (const auto& v : ax.values) {
+      if (v == space_.value(from, a)) continue;
+      bool pruned = std::any_of(pruned_values_.begin(), pruned_values_.end(),
+                                [&](const auto& p) { return p.first == a && p.second == v; });
+      if (pruned) continue;
+      Intent i;
+      i.parent = base_;
+      i.title = fmt::format("{}: {}={}", ax.title, ax.param, fmt_value(v));
+      i.rationale = ax.bottleneck.empty()
+                        ? "a template parameter of " + ax.skill
+                        : fmt::format("addresses a {} bottleneck ({})", ax.bottleneck, ax.skill);
+      i.source = "template";
+      i.action = {{"axis", ax.key}, {"value", v}};
+      i.priority = axis_score(a, v);
+      add(std::move(i));
+    }
+  }
+}
+
+std::optional<Direction> Planner::realise(Intent& i) {
+  Direction d;
+  d.intent = i.id;
+  d.title = i.title;
+  d.rationale = i.rationale;
+  if (space_.empty()) return d;
+  const std::set<size_t> ex = excluded();
+  std::optional<size_t> p;
+  if (i.action.contains("point")) {
+    p = i.action["point"].get<size_t>();
+    if (ex.count(*p)) p.reset();
+  } else if (i.action.contains("axis")) {
+    // A hypothesis about one axis is tested by changing that axis alone, so the result can be
+    // credited to it. Where that point was measured already, the evidence is in: no evaluation.
+    auto a = space_.axis_index(i.action["axis"].get<std::string>());
+    const size_t from = best_point_.value_or(0);
+    if (a) {
+      const json& v = i.action["value"];
+      for (size_t q = 0; q < space_.size() && !p; ++q) {
+        if (space_.value(q, *a) != v || space_.distance(from, q) != 1) continue;
+        if (tried_.count(q)) {
+          i.status = "failed";
+          i.note = "already measured: no better than the best";
+          decide("intent_failed", i.id, i.title + ": " + i.note);
+          return std::nullopt;
+        }
+        if (!bad_.count(q)) p = q;
+      }
+      // No such point (the shapes rule that combination out): the nearest untried one.
+      if (!p) {
+        auto q = space_.neighbour(from, *a, v, ex);
+        if (q && space_.distance(from, *q) <= 2) p = q;
+      }
+    }
+  }
+  if (!p) return std::nullopt;
+  d.point = p;
+  i.action["point"] = *p;
+  return d;
+}
+
+std::optional<Direction> Planner::next_engine() {
+  if (intents_.size() == 1) {
+    // The first hypothesis: the proposer's prior is right.
+    Intent i;
+    i.parent = 0;
+    i.title = "start from the proposer's best prior point" + space_.describe(0);
+    i.rationale = "the skills' parameter lists put their best-known values first";
+    i.source = "template";
+    i.action = {{"point", 0}};
+    i.priority = 1;
+    i.confidence = 0.5;
+    base_ = add(std::move(i)).id;
+    return realise(intents_[static_cast<size_t>(base_)]);
+  }
+  if (since_progress_ >= params_.stagnation_window) stagnate();
+  bool expanded = false;
+  while (true) {
+    // The open children of the base, best score first; refresh their priorities from what was
+    // learnt since they were created.
+    std::vector<Intent*> open;
+    for (auto& i : intents_) {
+      if (i.parent != base_ || i.status != "open") continue;
+      if (i.action.contains("axis")) {
+        auto a = space_.axis_index(i.action["axis"].get<std::string>());
+        if (a) i.priority = axis_score(*a, i.action["value"]);
+      }
+      open.push_back(&i);
+    }
+    std::stable_sort(open.begin(), open.end(),
+                     [](const Intent* x, const Intent* y) { return x->priority > y->priority; });
+    for (Intent* i : open) {
+      if (auto d = realise(*i)) return d;
+      if (i->status != "open") continue;  // settled by earlier evidence
+      i->status = "pruned";
+      i->note = "no untried template point expresses it";
+      decide("intent_pruned", i->id, i->title + ": " + i->note);
+    }
+    if (!expanded) {
+      bool has_children = std::any_of(intents_.begin(), intents_.end(),
+                                      [&](const Intent& i) { return i.parent == base_; });
+      expanded = true;
+      if (!has_children) {
+        expand_base();
+        continue;
+      }
+    }
+    break;
+  }
+  // The neighbourhood of the best is exhausted: change direction.
+  std::vector<size_t> from;
+  if (best_point_) from.push_back(*best_point_);
+  auto p = space_.jump(from, params_.jump_distance, excluded());
+  if (!p) return std::nullopt;
+  Intent i;
+  i.parent = 0;
+  i.title = "explore a distant region" + space_.describe(*p);
+  i.rationale = "every neighbour of the best point was tried";
+  i.source = "stagnation";
+  i.action = {{"point", *p}};
+  i.priority = 0;
+  return realise(add(std::move(i)));
+}
+
+std::optional<Direction> Planner::next_engine_model() {
+  if (intents_.size() == 1) {
+    Intent i;
+    i.parent = 0;
+    i.title = "a first correct, fused kernel";
+    i.rationale = "nothing is known yet; correctness first";
+    i.source = "root";
+    i.priority = 1;
+    i.confidence = 0.5;
+    base_ = add(std::move(i)).id;
+    return realise(intents_[static_cast<size_t>(base_)]);
+  }
+  if (since_progress_ >= params_.stagnation_window) stagnate();
+  Intent* best = nullptr;
+  double best_score = 0;
+  double total = 0;
+  for (const auto& i : intents_) total += i.attempts;
+  for (auto& i : intents_) {
+    if (i.status != "open") continue;
+    double s = i.priority * (0.5 + i.confidence) +
+               params_.exploration * 0.1 * std::sqrt(std::log(total + 2.0) / (i.attempts + 1.0));
+    // Refinements of the current best come first; older branches keep a chance.
+    if (i.parent == base_) s += 0.05;
+    if (!best || s > best_score) {
+      best = &i;
+      best_score = s;
+    }
+  }
+  if (best) return realise(*best);
+  // No hypothesis open: a free attempt, the generator's own choice, under the base.
+  Intent i;
+  i.parent = base_;
+  i.title = "improve on the best kernel so far";
+  i.rationale = "no open hypothesis; the generator chooses";
+  i.source = "root";
+  return realise(add(std::move(i)));
+}
+
+void Planner::stagnate() {
+  since_progress_ = 0;
+  decide("stagnation", base_,
+         fmt::format("no progress of {:.0f}% in {} evaluations: changing direction",
+                     100 * params_.min_gain, params_.stagnation_window));
+  if (!space_.empty()) {
+    // Prune the base's axes that lost every time; jump to a distant untried region.
+    for (auto& i : intents_) {
+      if (i.parent != base_ || i.status != "open" || !i.action.contains("axis")) continue;
+      auto a = space_.axis_index(i.action["axis"].get<std::string>());
+      if (!a || axis_stats_[*a].n < 2 || axis_stats_[*a].gain >= 0) continue;
+      i.status = "pruned";
+      i.note = fmt::format("pruned: changing {} lost in {} of its tries", space_.axes()[*a].param,
+                           axis_stats_[*a].n);
+      decide("intent_pruned", i.id, i.title + ": " + i.note);
+    }
+    std::vector<size_t> from;
+    if (best_point_) from.push_back(*best_point_);
+    if (auto p = space_.jump(from, params_.jump_distance, excluded())) {
+      Intent i;
+      i.parent = base_;
+      i.title = "change of direction: a distant region" + space_.describe(*p);
+      i.rationale = fmt::format("{} evaluations without progress near the best point",
+                                params_.stagnation_window);
+      i.source = "stagnation";
+      i.action = {{"point", *p}};
+      i.priority = 1;  // tried next
+      add(std::move(i));
+    }
+    return;
+  }
+  // A model: prune the base's weakest open hypotheses and ask for a different approach.
+  std::vector<std::string> tried;
+  for (auto& i : intents_) {
+    if (i.parent == base_ && (i.status == "failed")) tried.push_back(i.title);
+    if (i.status == "open" && i.priority < params_.min_gain) {
+      i.status = "pruned";
+      i.note = "pruned on stagnation: expected gain below the progress threshold";
+      decide("intent_pruned", i.id, i.title);
+    }
+  }
+  Intent i;
+  i.parent = base_;
+  i.title = "a fundamentally different approach (another decomposition, tiling or algorithm)";
+  i.rationale = tried.empty()
+                    ? "recent attempts made no progress"
+                    : "these made no progress: " + fmt::format("{}", fmt::join(tried, "; "));
+  i.source = "stagnation";
+  i.priority = 1;
+  i.confidence = 0.3;
+  add(std::move(i));
+}
+
+void Planner::observe(const Direction& d, const Observation& o) {
+  ++observed_;
+  if (!o.bottleneck.empty() && o.bottleneck != "correctness") last_bottleneck_ = o.bottleneck;
+  if (policy_ == Policy::kEngine) {
+    observe_engine(d, o);
+  } else if (o.correct && o.speedup && (!best_speedup_ || *o.speedup > *best_speedup_)) {
+    best_speedup_ = o.speedup;
+    best_point_ = o.point;
+  }
+}
+
+void Planner::observe_engine(const Direction& d, const Observation& o) {
+  Intent* it = d.intent >= 0 && static_cast<size_t>(d.intent) < intents_.size()
+                   ? &intents_[static_cast<size_t>(d.intent)]
+                   : nullptr;
+  const std::optional<size_t> before = best_point_;
+  const std::optional<double> best_before = best_speedup_;
+  // Which axis the attempt changed, when exactly one.
+  std::optional<size_t> axis;
+  if (o.point && before && !space_.empty() && space_.distance(*o.point, *before) == 1)
+    for (size_t a = 0; a < space_.axes().size(); ++a)
+      if (space_.value(*o.point, a) != space_.value(*before, a)) axis = a;
+  double log_gain = kIncorrectGain;
+  if (o.correct && o.speedup && *o.speedup > 0)
+    log_gain = best_before ? std::log(*o.speedup / *best_before) : 0.0;
+  if (o.point && before && !space_.empty()) {
+    // Credit every changed axis (a share each), so multi-axis moves still teach.
+    int dist = space_.distance(*o.point, *before);
+    for (size_t a = 0; a < space_.axes().size() && dist > 0; ++a)
+      if (space_.value(*o.point, a) != space_.value(*before, a)) {
+        axis_stats_[a].n += 1;
+        axis_stats_[a].gain += log_gain / dist;
+      }
+  }
+  const bool progress = o.correct && o.speedup &&
+                        (!best_before || *o.speedup > *best_before * (1.0 + params_.min_gain));
+  if (o.correct && o.speedup && (!best_before || *o.speedup > *best_before)) {
+    // Remember which way each changed numeric axis moved to get here.
+    if (o.point && before)
+      for (size_t a = 0; a < space_.axes().size(); ++a) {
+        const json &u = space_.value(*before, a), &v = space_.value(*o.point, a);
+        if (u != v && u.is_number() && v.is_number())
+          trend_[a] = v.get<double>() > u.get<double>() ? 1 : -1;
+      }
+    best_speedup_ = o.speedup;
+    best_point_ = o.point;
+  }
+  since_progress_ = progress ? 0 : since_progress_ + 1;
+  if (it) {
+    it->attempts += 1;
+    it->cost_usd += o.cost_usd;
+    it->evidence.push_back(o.attempt);
+    if (progress) {
+      it->status = "succeeded";
+      it->confidence = std::min(1.0, it->confidence + 0.3);
+      it->note = best_before ? fmt::format("x{:.3f} over the best", *o.speedup / *best_before)
+                             : fmt::format("first correct: {:.3f}x", *o.speedup);
+      decide("intent_succeeded", it->id, it->title + ": " + it->note);
+      base_ = it->id;  // its children refine the new best
+    } else {
+      it->status = "failed";
+      it->confidence = std::max(0.0, it->confidence - 0.2);
+      if (!o.evaluated)
+        it->note = "generation failed";
+      else if (!o.correct)
+        it->note = o.verdict.empty() ? "incorrect" : o.verdict;
+      else if (best_before && o.speedup)
+        it->note = fmt::format("no gain: x{:.3f} of the best", *o.speedup / *best_before);
+      else
+        it->note = "no gain";
+      decide("intent_failed", it->id, it->title + ": " + it->note);
+      if (space_.empty() && o.evaluated && !o.correct && it->attempts < kModelTries + 1 &&
+          it->source != "root") {
+        // A model's hypothesis that failed on correctness gets one more try (the critic's
+        // diagnosis of the error goes with it).
+        it->status = "open";
+        it->note += "; retry with the critic's diagnosis";
+      }
+    }
+    // A wrong answer from a one-axis move condemns that value: no point with it is tried again.
+    if (o.evaluated && !o.correct && axis && o.verdict != "timeout") {
+      const json v = space_.value(*o.point, *axis);
+      pruned_values_.emplace_back(*axis, v);
+      for (size_t p = 0; p < space_.size(); ++p)
+        if (space_.value(p, *axis) == v) bad_.insert(p);
+      for (auto& i : intents_)
+        if (i.status == "open" && i.action.contains("axis") &&
+            i.action["axis"] == space_.axes()[*axis].key && i.action["value"] == v) {
+          i.status = "pruned";
+          i.note = "pruned: " + space_.axes()[*axis].param + "=" + fmt_value(v) + " gave " +
+                   (o.verdict.empty() ? "wrong results" : o.verdict);
+          decide("intent_pruned", i.id, i.title + ": " + i.note);
+        }
+    }
+  }
+  // The critic's suggestions become hypotheses under the base (a model realises them; the
+  // builtin proposer cannot, so there they only steer axis priorities through the bottleneck).
+  if (space_.empty() && o.suggestions.is_array()) {
+    for (const auto& s : o.suggestions) {
+      if (!s.is_object() || !s.contains("action") || !s["action"].is_string()) continue;
+      std::string title = s["action"].get<std::string>();
+      bool known = std::any_of(intents_.begin(), intents_.end(), [&](const Intent& i) {
+        return i.title == title && i.status != "failed";
+      });
+      if (known || title.empty()) continue;
+      Intent i;
+      i.parent = base_;
+      i.title = title;
+      i.rationale = s.value("rationale", std::string());
+      i.source = "critic";
+      i.action = {{"suggestion", title}};
+      double g = s.contains("expected_gain") && s["expected_gain"].is_number()
+                     ? s["expected_gain"].get<double>()
+                     : 0.1;
+      i.priority = std::clamp(g, 0.0, 10.0);
+      i.confidence = 0.3;
+      add(std::move(i));
+    }
+  }
+}
+
+json Planner::to_json() const {
+  json tree = json::array();
+  for (const auto& i : intents_) tree.push_back(i.to_json());
+  json axes = json::array();
+  for (size_t a = 0; a < space_.axes().size(); ++a) {
+    const Axis& ax = space_.axes()[a];
+    axes.push_back({{"key", ax.key},
+                    {"title", ax.title},
+                    {"bottleneck", ax.bottleneck},
+                    {"values", ax.values},
+                    {"tries", axis_stats_[a].n},
+                    {"log_gain", axis_stats_[a].gain}});
+  }
+  return {{"policy", policy_name(policy_)},
+          {"params",
+           {{"exploration", params_.exploration},
+            {"stagnation_window", params_.stagnation_window},
+            {"min_gain", params_.min_gain},
+            {"jump_distance", params_.jump_distance},
+            {"diagnosis_weight", params_.diagnosis_weight}}},
+          {"issued", issued_},
+          {"observed", observed_},
+          {"base", base_},
+          {"best_speedup", best_speedup_ ? json(*best_speedup_) : json(nullptr)},
+          {"best_point", best_point_ ? json(*best_point_) : json(nullptr)},
+          {"space_size", space_.size()},
+          {"axes", axes},
+          {"intents", tree}};
+}
+
+}  // namespace ok::search
