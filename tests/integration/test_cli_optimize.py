@@ -72,7 +72,9 @@ def test_llm_path_with_real_kernels_and_malformed_replies(tmp_path: Path) -> Non
                  critic=[DIAGNOSIS, "I cannot answer in JSON, sorry."]) as stub:
         p, report = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--backend",
                              "cpu", "--model", "openai/stub-model", "--base-url", stub.base_url,
-                             "--iterations", "3", "--json", "--out", str(tmp_path / "out"), *QUICK)
+                             "--iterations", "3", "--json", "--out", str(tmp_path / "out"),
+                             # one generation at a time: each prompt sees the attempt before it
+                             "--in-flight", "1", *QUICK)
         generator_prompts = stub.prompts("generator")
         critic_prompts = stub.prompts("critic")
     assert p.returncode == 0, p.stderr
@@ -130,6 +132,10 @@ def test_unknown_model_and_missing_reference_are_usage_errors(tmp_path: Path) ->
     (["--mode", "slow"], "--mode"),
     (["--backend", "cuda"], "needs an NVIDIA GPU"),
     (["--out", "/proc/openkernel-cannot-write-here"], "cannot create"),
+    (["--search", "random"], "--search"),
+    (["--in-flight", "-1"], "--in-flight"),
+    (["--budget-wall-s", "-1"], "--budget-wall-s"),
+    (["--strategy", "no-such-strategy"], "no strategy no-such-strategy"),
 ])
 def test_bad_flags_are_usage_errors(tmp_path: Path, args: list[str], says: str) -> None:
     p, _ = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--model", "builtin",
@@ -251,6 +257,67 @@ def test_kill_9_loses_at_most_the_attempt_in_flight_and_resume_continues(tmp_pat
     # What was recorded before the kill is kept as it was.
     kept = {h["number"]: h["evaluation_id"] for h in history}
     assert all(kept[n] == e for n, e, _ in before)
+    # The search continued where it was: the planner was rebuilt from the recorded attempts, so
+    # no template point was evaluated twice, and the intent tree holds every attempt's evidence.
+    assert f"replayed: {len(before)} recorded attempt" in p.stderr, p.stderr
+    assert len({json.dumps(h["params"], sort_keys=True) for h in history}) == 4
+    tree = intents(tmp_path, "killed-1")
+    assert tree["issued"] == 4 and tree["observed"] == 4
+    evidence = sorted(e for i in tree["intents"] for e in i["evidence"])
+    assert evidence == [1, 2, 3, 4]
+    assert all(i["status"] != "trying" for i in tree["intents"][1:])
+    assert resumed["search"]["policy"] == "engine" and resumed["search"]["evaluations"] >= 2
+
+
+def intents(tmp: Path, session: str) -> dict[str, Any]:
+    p = subprocess.run([str(BINARY), "intents", session, "--json", "--db", str(tmp / "db.sqlite")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_search_policies_budgets_and_the_strategy_population(tmp_path: Path) -> None:
+    base = ["--reference", str(SWISH / "reference.py"), "--backend", "cpu", "--model", "builtin",
+            "--json", "--seed", "5", *QUICK]
+    # The engine: an intent tree, a strategy from the population, which learns afterwards.
+    p, engine = optimize(tmp_path, *base, "--iterations", "3", "--out", str(tmp_path / "e"))
+    assert p.returncode == 0, p.stderr
+    assert engine is not None and engine["search"]["policy"] == "engine"
+    assert engine["search"]["strategy"].startswith("seed-")
+    assert "intent_chosen" in p.stderr and "strategy_mutated" in p.stderr
+    tree = json.loads((tmp_path / "e/intents.json").read_text())
+    assert tree["session"] == engine["session"] and len(tree["intents"]) >= 4
+    assert tree == intents(tmp_path, engine["session"])  # the file and the store agree
+    # The text view names each intent with its status.
+    t = subprocess.run([str(BINARY), "intents", engine["session"], "--db",
+                        str(tmp_path / "db.sqlite")], capture_output=True, text=True, timeout=60)
+    assert t.returncode == 0 and "start from the proposer's best prior point" in t.stdout
+    s = subprocess.run([str(BINARY), "strategies", "--json", "--db", str(tmp_path / "db.sqlite")],
+                       capture_output=True, text=True, timeout=60)
+    assert s.returncode == 0, s.stderr
+    population = json.loads(s.stdout)
+    used = engine["search"]["strategy"]
+    assert used in population["frontier"]
+    assert any(x["parent"] == used for x in population["strategies"])  # a reflective mutant
+    # The baselines the engine is measured against.
+    for policy in ("best-of-n",):  # (prior: the sweep tests' and the benchmark's)
+        p, r = optimize(tmp_path, *base, "--iterations", "2", "--search", policy, "--out",
+                        str(tmp_path / policy))
+        assert p.returncode == 0, p.stderr
+        assert r is not None and r["search"]["policy"] == policy and r["attempts"] == 2
+        assert "intent_chosen" not in p.stderr
+    # Time budgets stop issuing work once spent (one evaluation takes seconds here); what was
+    # evaluated is kept and the exit is clean.
+    for flag, reason in (("--budget-wall-s", "wall_time"), ("--budget-device-s", "device_time")):
+        p, r = optimize(tmp_path, *base, "--iterations", "4", flag, "0.5", "--out",
+                        str(tmp_path / reason))
+        assert p.returncode == 0, p.stderr
+        assert r is not None and r["stop_reason"] == reason and r["attempts"] == 1, r
+        assert r["verdict"] == "correct"
+    # No such session: a usage error naming it.
+    q = subprocess.run([str(BINARY), "intents", "s-none", "--db", str(tmp_path / "db.sqlite")],
+                       capture_output=True, text=True, timeout=60)
+    assert q.returncode == 2 and "s-none" in q.stderr
 
 
 def test_session_ids_are_checked(tmp_path: Path) -> None:
