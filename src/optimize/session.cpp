@@ -232,6 +232,7 @@ struct Flight {
   double critic_cost = 0;
   std::string stop;   // a stop reason this attempt gives (speed_of_light, exhausted, ...)
   bool skip = false;  // no attempt to record
+  size_t index = 0;   // into the session's attempts, once recorded
 };
 
 bool ready(const std::future<Generation>& f) {
@@ -295,6 +296,14 @@ class Loop {
           if (flights_.back().generation.valid()) flights_.back().generation.wait();
           flights_.pop_back();
         }
+        continue;
+      }
+      // A diagnosed front is completed first: the planner learns as early as it can.
+      if (flights_.front().evaluated && diagnosed(flights_.front())) {
+        Flight& f = flights_.front();
+        if (auto r = finish(f); !r) return std::unexpected(r.error());
+        if (!f.stop.empty() && stopping.empty()) stopping = f.stop;
+        flights_.pop_front();
         continue;
       }
       if (next && (ready(next->generation) || next == &flights_.front())) {
@@ -466,7 +475,13 @@ class Loop {
     f.issued = Clock::now();
     emit("generating", d.sequence, 0, d.title.empty() ? d_.generator->name() : d.title);
     Generator* gen = d_.generator;
-    f.generation = std::async(std::launch::async, [gen, p = p_, history = out_.attempts, d]() {
+    // The generation sees the observed attempts (1..n-K), whatever else has been recorded
+    // meanwhile, so its prompt does not depend on timing.
+    const auto seen =
+        std::min<size_t>(static_cast<size_t>(planner_->observed()), out_.attempts.size());
+    std::vector<Attempt> history(out_.attempts.begin(),
+                                 out_.attempts.begin() + static_cast<ptrdiff_t>(seen));
+    f.generation = std::async(std::launch::async, [gen, p = p_, history = std::move(history), d]() {
       return gen->next(p, history, &d);
     });
     flights_.push_back(std::move(f));
@@ -479,9 +494,20 @@ class Loop {
     return true;
   }
 
+  // Settles a generated attempt and records it at once (so kill -9 loses at most what is in
+  // flight); its diagnosis follows in finish().
+  util::Result<void> settle(Flight& f, bool no_device) {
+    if (auto r = run_attempt(f, no_device); !r) return r;
+    if (f.skip) return {};
+    f.attempt.wall_s = seconds_since(f.issued);
+    if (auto r = record(f.attempt, f.candidate_id); !r) return std::unexpected(r.error());
+    f.index = out_.attempts.size() - 1;
+    return {};
+  }
+
   // Evaluates a generated attempt (or settles a failed generation, or, with the device stopped
   // by a time budget, keeps the candidate unevaluated), then starts its diagnosis.
-  util::Result<void> settle(Flight& f, bool no_device) {
+  util::Result<void> run_attempt(Flight& f, bool no_device) {
     Generation g = f.generation.get();
     Attempt& a = f.attempt;
     a.number = f.direction.sequence;
@@ -592,20 +618,28 @@ class Loop {
     return {};
   }
 
-  // Records the front attempt (with its diagnosis), tells the planner, checkpoints the tree.
+  // Completes the front attempt with its diagnosis, tells the planner, checkpoints the tree.
   util::Result<void> finish(Flight& f) {
     if (f.skip) return {};
-    Attempt& a = f.attempt;
+    Attempt& a = out_.attempts[f.index];
     if (f.diagnosis.valid()) {
       a.diagnosis = f.diagnosis.get();
       a.cost_usd += f.critic_cost;
+      a.wall_s = seconds_since(f.issued);
+      if (auto r = d_.store->update_attempt_diagnosis(
+              id_, a.number, a.diagnosis.is_null() ? "" : a.diagnosis.dump(), a.cost_usd, a.wall_s);
+          !r)
+        return std::unexpected(r.error());
     }
-    a.wall_s = std::max(a.wall_s, seconds_since(f.issued));
-    if (auto r = record(a, f.candidate_id); !r) return std::unexpected(r.error());
-    planner_->observe(f.direction, observation_of(out_.attempts.back(), planner_->space()));
+    planner_->observe(f.direction, observation_of(a, planner_->space()));
     publish_decisions();
     checkpoint();
     return {};
+  }
+
+  bool diagnosed(const Flight& f) const {
+    return !f.diagnosis.valid() ||
+           f.diagnosis.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
 
   void note_best(const Attempt& a) {

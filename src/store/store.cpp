@@ -179,6 +179,20 @@ util::Result<int64_t> Store::insert_attempt(const AttemptRow& a) {
   return db_.last_insert_id();
 }
 
+util::Result<void> Store::update_attempt_diagnosis(const std::string& session, int number,
+                                                   const std::string& diagnosis_json,
+                                                   double cost_usd, double wall_s) {
+  auto st = db_.prepare(
+      "UPDATE attempts SET diagnosis = ?3, cost_usd = ?4, wall_s = ?5 WHERE session = ?1 AND "
+      "number = ?2");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, session).bind(2, int64_t{number});
+  diagnosis_json.empty() ? st->bind_null(3) : st->bind(3, diagnosis_json);
+  st->bind(4, cost_usd).bind(5, wall_s);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  return {};
+}
+
 util::Result<std::vector<AttemptRow>> Store::attempts(const std::string& session) {
   auto st = db_.prepare(
       "SELECT session, number, generator, candidate_id, evaluation_id, path, verdict, correct, "

@@ -100,6 +100,11 @@ class Store {
   util::Result<void> update_session(const SessionRow& s);
   util::Result<std::optional<SessionRow>> find_session(const std::string& id);
   util::Result<int64_t> insert_attempt(const AttemptRow& a);
+  // The critic's diagnosis arrives after the attempt was recorded (the attempt is written as soon
+  // as it is evaluated): sets it with the attempt's final cost and wall time.
+  util::Result<void> update_attempt_diagnosis(const std::string& session, int number,
+                                              const std::string& diagnosis_json, double cost_usd,
+                                              double wall_s);
   util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
   // The worker's full result JSON of evaluation `id` (nullopt when there is no such row).
   util::Result<std::optional<std::string>> evaluation_result(int64_t id);

@@ -333,6 +333,43 @@ TEST_F(StoreTest, MergeSessionsCopiesSessionsWithTheirRowsAndIsRepeatable) {
   EXPECT_FALSE(fk->step().value_or(true)) << "a copied row points nowhere";
 }
 
+TEST_F(StoreTest, SearchStateIsReplacedPerScopeAndKindAndMergedWithItsSession) {
+  auto main = open();
+  EXPECT_FALSE(main.search_state("s-1", "intents").value().has_value());
+  ASSERT_TRUE(main.put_search_state("s-1", "intents", R"({"v":1})").has_value());
+  ASSERT_TRUE(main.put_search_state("s-1", "intents", R"({"v":2})").has_value());
+  ASSERT_TRUE(main.put_search_state("global", "strategies", R"({"p":1})").has_value());
+  EXPECT_EQ(main.search_state("s-1", "intents").value(), std::optional<std::string>(R"({"v":2})"));
+  EXPECT_EQ(scalar(main.db(), "SELECT COUNT(*) FROM search_state"), 2);
+  // A merged session brings its tree; the other store's population stays there.
+  fs::path other = dir_ / "task.db";
+  {
+    auto t = Store::open(other);
+    ASSERT_TRUE(t.has_value());
+    write_session(*t, "w-1", "ph", "c-task", evaluation(0, 0, "correct"));
+    ASSERT_TRUE(t->put_search_state("w-1", "intents", R"({"w":1})").has_value());
+    ASSERT_TRUE(t->put_search_state("global", "strategies", R"({"p":2})").has_value());
+  }
+  ASSERT_TRUE(main.merge_sessions(other).has_value());
+  EXPECT_EQ(main.search_state("w-1", "intents").value(), std::optional<std::string>(R"({"w":1})"));
+  EXPECT_EQ(main.search_state("global", "strategies").value(),
+            std::optional<std::string>(R"({"p":1})"));
+}
+
+TEST_F(StoreTest, AnAttemptsDiagnosisArrivesAfterItWasRecorded) {
+  auto main = open();
+  write_session(main, "s-2", "ph", "c-1", evaluation(0, 0, "correct"));
+  ASSERT_TRUE(
+      main.update_attempt_diagnosis("s-2", 1, R"({"bottleneck":"memory"})", 0.25, 3.5).has_value());
+  auto rows = main.attempts("s-2");
+  ASSERT_TRUE(rows.has_value());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].diagnosis_json, R"({"bottleneck":"memory"})");
+  EXPECT_DOUBLE_EQ((*rows)[0].cost_usd, 0.25);
+  EXPECT_DOUBLE_EQ((*rows)[0].wall_s, 3.5);
+  EXPECT_EQ((*rows)[1].diagnosis_json, "");  // the other attempt is untouched
+}
+
 TEST_F(StoreTest, MergeSessionsReportsAnUnreadableStore) {
   auto main = open();
   fs::path bad = dir_ / "bad.db";
