@@ -232,7 +232,10 @@ struct Flight {
   double critic_cost = 0;
   std::string stop;   // a stop reason this attempt gives (speed_of_light, exhausted, ...)
   bool skip = false;  // no attempt to record
-  size_t index = 0;   // into the session's attempts, once recorded
+  bool on_device = false;
+  std::future<util::Result<json>> evaluation;
+  Clock::time_point eval_started;
+  size_t index = 0;  // into the session's attempts, once recorded
 };
 
 bool ready(const std::future<Generation>& f) {
@@ -283,22 +286,26 @@ class Loop {
       if (flights_.empty()) break;
       const bool drop = stopping == "interrupted" || stopping == "error";
       const bool no_device = stopping == "wall_time" || stopping == "device_time";
-      // The device first: evaluate the oldest generated, unevaluated attempt.
-      Flight* next = nullptr;
-      for (auto& f : flights_)
-        if (!f.evaluated) {
-          next = &f;
-          break;
-        }
-      if (next && drop) {
-        // Ctrl-C: attempts not yet evaluated are abandoned (their directions replay on resume).
-        while (!flights_.empty() && !flights_.back().evaluated) {
+      if (drop) {
+        // Ctrl-C: attempts not on the device yet are abandoned (their directions replay on
+        // resume); the one on the device comes back cancelled and is kept.
+        while (!flights_.empty() && !flights_.back().evaluated && !flights_.back().on_device) {
           if (flights_.back().generation.valid()) flights_.back().generation.wait();
           flights_.pop_back();
         }
-        continue;
+        if (flights_.empty()) continue;
       }
-      // A diagnosed front is completed first: the planner learns as early as it can.
+      bool progressed = false;
+      // The device's result: record the attempt at once and start its diagnosis.
+      if (device_ &&
+          device_->evaluation.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        Flight& f = *device_;
+        device_ = nullptr;
+        if (auto r = complete(f); !r) return std::unexpected(r.error());
+        if (!f.stop.empty() && stopping.empty()) stopping = f.stop;
+        progressed = true;
+      }
+      // A diagnosed front teaches the planner, which may issue the next generation at once.
       if (flights_.front().evaluated && diagnosed(flights_.front())) {
         Flight& f = flights_.front();
         if (auto r = finish(f); !r) return std::unexpected(r.error());
@@ -306,20 +313,19 @@ class Loop {
         flights_.pop_front();
         continue;
       }
-      if (next && (ready(next->generation) || next == &flights_.front())) {
-        if (!await(next->generation)) continue;  // interrupted while waiting
-        if (auto r = settle(*next, no_device); !r) return std::unexpected(r.error());
-        if (!next->stop.empty() && stopping.empty()) stopping = next->stop;
-        continue;
+      // The device is free: the oldest generated attempt goes next (issue order).
+      if (!device_) {
+        for (auto& f : flights_) {
+          if (f.evaluated || f.on_device) continue;
+          if (ready(f.generation)) {
+            if (auto r = start(f, no_device || drop); !r) return std::unexpected(r.error());
+            if (!f.stop.empty() && stopping.empty()) stopping = f.stop;
+            progressed = true;
+          }
+          break;
+        }
       }
-      Flight& f = flights_.front();
-      if (f.evaluated) {
-        if (auto r = finish(f); !r) return std::unexpected(r.error());
-        if (!f.stop.empty() && stopping.empty()) stopping = f.stop;
-        flights_.pop_front();
-        continue;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     if (!stopping.empty())
       out_.stop_reason = stopping;
@@ -435,17 +441,34 @@ class Loop {
         r.failures.push_back(i.note.rfind("no gain", 0) == 0 ? "no_gain" : i.note);
     for (const auto& dcs : decisions_log_)
       if (dcs.kind == "stagnation") r.failures.push_back("stagnation");
-    // A strategy from an earlier store (or --strategy) may be missing: add it first.
-    if (!population_.find(strategy_.id)) return;
+    // Read, learn and write under one write transaction: sessions of a sweep finish side by side
+    // and each must add to the population, not overwrite another's lesson.
+    auto& db = d_.store->db();
+    if (auto b = db.exec("BEGIN IMMEDIATE"); !b) {
+      emit("warning", 0, 0, "the strategy population was not updated: " + b.error().message);
+      return;
+    }
+    auto pop = load_population();
+    if (pop) population_ = std::move(*pop);
+    if (!population_.find(strategy_.id)) {
+      // Pruned meanwhile by another session: its lesson has nowhere to go.
+      (void)db.exec("ROLLBACK");
+      return;
+    }
     population_.record(strategy_.id, r);
     std::mt19937_64 rng(o_.seed ^ 0x3EF1EC7ull);
     const search::Strategy& child = population_.mutate(strategy_.id, class_, rng);
-    emit("search", 0, 0,
-         fmt::format("strategy_mutated: {} -> {}: {}", strategy_.id, child.id, child.mutation));
+    std::string text =
+        fmt::format("strategy_mutated: {} -> {}: {}", strategy_.id, child.id, child.mutation);
     population_.prune();
-    if (auto w = d_.store->put_search_state("global", "strategies", population_.to_json().dump());
-        !w)
+    auto w = d_.store->put_search_state("global", "strategies", population_.to_json().dump());
+    if (w) w = db.exec("COMMIT");
+    if (!w) {
+      (void)db.exec("ROLLBACK");
       emit("warning", 0, 0, "the strategy population was not saved: " + w.error().message);
+      return;
+    }
+    emit("search", 0, 0, text);
   }
 
   std::string should_stop() const {
@@ -487,27 +510,10 @@ class Loop {
     flights_.push_back(std::move(f));
   }
 
-  // Waits for a generation, watching for Ctrl-C; false when interrupted first.
-  bool await(std::future<Generation>& f) {
-    while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
-      if (cancelled()) return false;
-    return true;
-  }
-
-  // Settles a generated attempt and records it at once (so kill -9 loses at most what is in
-  // flight); its diagnosis follows in finish().
-  util::Result<void> settle(Flight& f, bool no_device) {
-    if (auto r = run_attempt(f, no_device); !r) return r;
-    if (f.skip) return {};
-    f.attempt.wall_s = seconds_since(f.issued);
-    if (auto r = record(f.attempt, f.candidate_id); !r) return std::unexpected(r.error());
-    f.index = out_.attempts.size() - 1;
-    return {};
-  }
-
-  // Evaluates a generated attempt (or settles a failed generation, or, with the device stopped
-  // by a time budget, keeps the candidate unevaluated), then starts its diagnosis.
-  util::Result<void> run_attempt(Flight& f, bool no_device) {
+  // Takes a generated attempt: a failed generation (or, with the device stopped by a time
+  // budget or Ctrl-C, a candidate kept unevaluated) is settled and recorded at once; a candidate
+  // goes to the device, whose result complete() takes.
+  util::Result<void> start(Flight& f, bool no_device) {
     Generation g = f.generation.get();
     Attempt& a = f.attempt;
     a.number = f.direction.sequence;
@@ -519,8 +525,8 @@ class Loop {
     }
     a.description = g.description;
     a.cost_usd = g.cost_usd;
-    f.evaluated = true;
     if (g.source.empty() && g.error.empty()) {
+      f.evaluated = true;
       f.skip = true;  // nothing to record: the generator has nothing left
       f.stop = "exhausted";
       return {};
@@ -528,21 +534,16 @@ class Loop {
     if (!g.error.empty()) {
       a.verdict = g.verdict.empty() ? "generation_failed" : g.verdict;
       a.error = g.error;
-      a.wall_s = seconds_since(f.issued);
       if (g.exhausted) f.stop = a.verdict == "unsupported" ? "unsupported" : "exhausted";
       if (cancelled()) f.stop = "interrupted";
-      return {};
+      return settled(f);
     }
     a.path = (o_.out_dir / "attempts" / fmt::format("attempt_{:03d}.py", a.number)).string();
     if (auto w = util::write_file(a.path, g.source); !w) return std::unexpected(w.error());
     if (no_device) {
       a.verdict = "not_evaluated";
-      a.error =
-          "the time budget stopped the device before this candidate was evaluated; it is "
-          "kept at " +
-          a.path;
-      a.wall_s = seconds_since(f.issued);
-      return {};
+      a.error = "the search stopped before this candidate was evaluated; it is kept at " + a.path;
+      return settled(f);
     }
     emit("evaluating", a.number, 0, a.description);
     eval::EvalRequest req;
@@ -561,33 +562,47 @@ class Loop {
       req.compile_baseline = true;
       asked_compile_ = true;
     }
-    const auto t_eval = Clock::now();
-    auto result = eval::evaluate(*d_.worker, req, d_.cancel);
-    device_s_ += seconds_since(t_eval);
+    f.eval_started = Clock::now();
+    if (first_eval_ == Clock::time_point{}) first_eval_ = f.eval_started;
+    // The device's own thread: the loop keeps diagnosing, learning and issuing meanwhile.
+    f.evaluation = std::async(std::launch::async, [worker = d_.worker, req, cancel = d_.cancel] {
+      return eval::evaluate(*worker, req, cancel);
+    });
+    f.on_device = true;
+    device_ = &f;
+    return {};
+  }
+
+  // The device's result for `f`: the evaluation recorded, the attempt recorded, the diagnosis
+  // started.
+  util::Result<void> complete(Flight& f) {
+    auto result = f.evaluation.get();
+    f.on_device = false;
+    last_eval_end_ = Clock::now();
+    device_s_ += std::chrono::duration<double>(last_eval_end_ - f.eval_started).count();
     ++evaluations_;
+    Attempt& a = f.attempt;
     if (!result) {
       if (result.error().kind == ErrorKind::kCancelled) {
         f.stop = "interrupted";
         a.verdict = "not_evaluated";
-        a.error = "interrupted during its evaluation";
-        a.wall_s = seconds_since(f.issued);
-        return {};
+        a.error = "interrupted during its evaluation; the candidate is kept at " + a.path;
+        return settled(f);
       }
       a.verdict = "evaluator_error";
       a.error = result.error().message;
-      a.wall_s = seconds_since(f.issued);
       if (!d_.restart_worker) {
         f.stop = "error";
-        return {};
+        return settled(f);
       }
       auto w = d_.restart_worker();
       if (!w) {
         out_.error = "the evaluation worker could not be restarted: " + w.error().message;
         f.stop = "error";
-        return {};
+        return settled(f);
       }
       *d_.worker = std::move(*w);
-      return {};
+      return settled(f);
     }
     json& r = *result;
     a.verdict = r.value("verdict", "unknown");
@@ -604,7 +619,6 @@ class Loop {
     if (!ids) return std::unexpected(ids.error());
     a.evaluation_id = ids->evaluation_id;
     f.candidate_id = ids->candidate_id;
-    f.result = r;
     if (!cancelled()) {
       Critic* critic = d_.critic;
       f.diagnosis = std::async(std::launch::async, [critic, p = p_, a, r, cost = &f.critic_cost] {
@@ -615,6 +629,16 @@ class Loop {
                      ? r["roofline"].value("fraction_of_speed_of_light", 0.0)
                      : 0.0;
     if (a.correct && sol >= kSpeedOfLightStop) f.stop = "speed_of_light";
+    return settled(f);
+  }
+
+  // Records a settled attempt at once (so kill -9 loses at most what is in flight); its
+  // diagnosis follows in finish().
+  util::Result<void> settled(Flight& f) {
+    f.evaluated = true;
+    f.attempt.wall_s = seconds_since(f.issued);
+    if (auto r = record(f.attempt, f.candidate_id); !r) return std::unexpected(r.error());
+    f.index = out_.attempts.size() - 1;
     return {};
   }
 
@@ -667,14 +691,20 @@ class Loop {
     j["device_busy_s"] = device_s_;
     j["wall_s"] = wall;
     j["device_busy_fraction"] = wall > 0 ? device_s_ / wall : 0.0;
+    // From the first evaluation's start to the last one's end: the pipeline once it is full,
+    // without the first generation's wait and the last diagnosis.
+    const double span = first_eval_ == Clock::time_point{}
+                            ? 0.0
+                            : std::chrono::duration<double>(last_eval_end_ - first_eval_).count();
+    j["device_busy_fraction_steady"] = span > 0 ? std::min(1.0, device_s_ / span) : 0.0;
     j["evaluations"] = evaluations_;
     j["evaluations_to_best"] = best_seen_ ? json(evaluations_to_best_) : json(nullptr);
     j["decisions"] = static_cast<int>(decisions_log_.size());
     // The report gets the summary; the store and OUT/intents.json the whole tree.
     out_.search = json::object();
-    for (const char* k :
-         {"policy", "problem_class", "in_flight", "device_busy_s", "wall_s", "device_busy_fraction",
-          "evaluations", "evaluations_to_best", "decisions", "space_size", "best_point"})
+    for (const char* k : {"policy", "problem_class", "in_flight", "device_busy_s", "wall_s",
+                          "device_busy_fraction", "device_busy_fraction_steady", "evaluations",
+                          "evaluations_to_best", "decisions", "space_size", "best_point"})
       out_.search[k] = j[k];
     out_.search["strategy"] = strategy_.id;
     out_.search["intents"] = j["intents"].size();
@@ -773,12 +803,14 @@ class Loop {
   search::Strategy strategy_;
   std::string class_;
   std::deque<Flight> flights_;
+  Flight* device_ = nullptr;  // the flight being evaluated
   std::deque<search::Direction> issued_;
   std::vector<search::Direction> replay_pending_;
   std::vector<search::Decision> decisions_log_;
   bool exhausted_ = false;
   Clock::time_point started_{};
   double device_s_ = 0;
+  Clock::time_point first_eval_{}, last_eval_end_{};
   int evaluations_ = 0;
   std::optional<double> best_seen_;
   int evaluations_to_best_ = 0;
