@@ -227,7 +227,6 @@ struct Flight {
   Attempt attempt;
   bool evaluated = false;  // evaluated, or settled without an evaluation (attempt.verdict set)
   std::optional<int64_t> candidate_id;
-  json result;
   std::future<json> diagnosis;
   double critic_cost = 0;
   std::string stop;   // a stop reason this attempt gives (speed_of_light, exhausted, ...)
@@ -378,7 +377,7 @@ class Loop {
     // Replay: the same issue rule as the live loop, so the same directions come out.
     for (const auto& a : out_.attempts) {
       while (planner_->issued() < planner_->observed() + in_flight_ &&
-             planner_->issued() < a.number) {
+             planner_->issued() < total_) {
         auto d = planner_->next();
         if (!d) break;
         issued_.push_back(*d);

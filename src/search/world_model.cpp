@@ -166,14 +166,30 @@ std::optional<Direction> Planner::next_best_of_n() {
   return d;
 }
 
+std::optional<size_t> Planner::pure_move(size_t a, const json& v) const {
+  const size_t from = best_point_.value_or(0);
+  for (size_t q = 0; q < space_.size(); ++q)
+    if (space_.value(q, a) == v && space_.distance(from, q) == 1 && !tried_.count(q) &&
+        !bad_.count(q))
+      return q;
+  return std::nullopt;
+}
+
 double Planner::axis_score(size_t a, const json& v) const {
   const Axis& ax = space_.axes()[a];
   const auto& st = axis_stats_[a];
   // What changing this axis has gained so far (shrunk toward zero while evidence is thin).
   double learnt = st.n > 0 ? st.gain / (st.n + 1.0) : 0.0;
-  auto it = std::find(ax.values.begin(), ax.values.end(), v);
-  double rank = static_cast<double>(it - ax.values.begin());
-  double prior = kPriorWeight * (1.0 - rank / static_cast<double>(ax.values.size()));
+  // The proposer's prior: the rank of the point that would test the hypothesis (the skills'
+  // order of whole points, which knows how axes combine), else the value's rank on its axis.
+  double prior = 0;
+  if (auto p = pure_move(a, v)) {
+    prior = kPriorWeight * (1.0 - static_cast<double>(*p) / static_cast<double>(space_.size()));
+  } else {
+    auto it = std::find(ax.values.begin(), ax.values.end(), v);
+    double rank = static_cast<double>(it - ax.values.begin());
+    prior = kPriorWeight * (1.0 - rank / static_cast<double>(ax.values.size()));
+  }
   // Numeric axes: keep going the way the last improving move on this axis went.
   double trend = 0;
   if (best_point_ && v.is_number() && a < trend_.size() && trend_[a] != 0) {

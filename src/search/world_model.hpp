@@ -133,6 +133,8 @@ class Planner {
   void expand_base();
   void stagnate();
   double axis_score(size_t a, const nlohmann::json& v) const;
+  // The best-prior untried point that changes only axis `a` of the best point, to `v`.
+  std::optional<size_t> pure_move(size_t a, const nlohmann::json& v) const;
   std::set<size_t> excluded() const;
   void observe_engine(const Direction& d, const Observation& o);
 
