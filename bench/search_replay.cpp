@@ -50,16 +50,6 @@ struct Run {
   int to_best = 0;
 };
 
-search::SearchParams params_of(const search::Strategy& s) {
-  search::SearchParams p;
-  p.exploration = s.exploration;
-  p.stagnation_window = s.stagnation_window;
-  p.min_gain = s.min_gain;
-  p.jump_distance = s.jump_distance;
-  p.diagnosis_weight = s.diagnosis_weight;
-  return p;
-}
-
 // One search of one problem with `budget` evaluations.
 Run search_one(const Landscape& l, search::Policy policy, const search::SearchParams& params,
                uint64_t seed, int budget, std::vector<std::string>* failures) {
@@ -180,7 +170,7 @@ int main(int argc, char** argv) {
           const search::Strategy* chosen = nullptr;
           if (policy == search::Policy::kEngine) {
             chosen = &pop.choose(l.problem_class, rng);
-            params = params_of(*chosen);
+            params = search::search_params(*chosen);
           }
           std::vector<std::string> failures;
           Run r = search_one(l, policy, params, static_cast<uint64_t>(seed) * 1000003u + k, budget,

@@ -182,17 +182,6 @@ std::optional<double> median_of(const json& r, const char* key) {
   return std::nullopt;
 }
 
-// The strategy knobs the planner uses.
-search::SearchParams params_of(const search::Strategy& s) {
-  search::SearchParams p;
-  p.exploration = s.exploration;
-  p.stagnation_window = s.stagnation_window;
-  p.min_gain = s.min_gain;
-  p.jump_distance = s.jump_distance;
-  p.diagnosis_weight = s.diagnosis_weight;
-  return p;
-}
-
 }  // namespace
 
 search::Observation observation_of(const Attempt& a, const search::TemplateSpace& space) {
@@ -373,7 +362,7 @@ class Loop {
       strategy_ = population_.choose(class_, rng);
     }
     p_.guidance = strategy_.guidance;
-    planner_.emplace(*policy, params_of(strategy_), std::move(space), o_.seed, p_.name);
+    planner_.emplace(*policy, search::search_params(strategy_), std::move(space), o_.seed, p_.name);
     // Replay: the same issue rule as the live loop, so the same directions come out.
     for (const auto& a : out_.attempts) {
       while (planner_->issued() < planner_->observed() + in_flight_ &&

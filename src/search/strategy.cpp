@@ -644,4 +644,14 @@ util::Result<Population> Population::from_json(const json& j) {
   return p;
 }
 
+SearchParams search_params(const Strategy& s) {
+  SearchParams p;
+  p.exploration = s.exploration;
+  p.stagnation_window = s.stagnation_window;
+  p.min_gain = s.min_gain;
+  p.jump_distance = s.jump_distance;
+  p.diagnosis_weight = s.diagnosis_weight;
+  return p;
+}
+
 }  // namespace ok::search

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "search/world_model.hpp"
 #include "util/error.hpp"
 
 namespace ok::search {
@@ -51,6 +52,9 @@ struct Strategy {
   // kBadInput with a message naming the field.
   static util::Result<Strategy> from_json(const nlohmann::json& j);
 };
+
+// The planner's knobs of a strategy.
+SearchParams search_params(const Strategy& s);
 
 // What one problem's search under a strategy gave (the orchestrator reports it after each problem).
 struct Outcome {
