@@ -311,7 +311,7 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "Stop issuing work after this many seconds of device (evaluation) time");
   cmd->add_option("--strategy", o->strategy,
                   "Use this strategy of the store's population instead of the population's "
-                  "choice (see `openkernel intents --strategies`)");
+                  "choice (see `openkernel strategies`)");
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");
