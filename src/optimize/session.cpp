@@ -364,23 +364,23 @@ class Loop {
     p_.guidance = strategy_.guidance;
     planner_.emplace(*policy, search::search_params(strategy_), std::move(space), o_.seed, p_.name);
     // Replay: the same issue rule as the live loop, so the same directions come out.
+    std::deque<search::Direction> issued;
     for (const auto& a : out_.attempts) {
       while (planner_->issued() < planner_->observed() + in_flight_ &&
              planner_->issued() < total_) {
         auto d = planner_->next();
         if (!d) break;
-        issued_.push_back(*d);
+        issued.push_back(*d);
       }
       search::Direction d;
-      if (!issued_.empty() && issued_.front().sequence == a.number) {
-        d = issued_.front();
-        issued_.pop_front();
+      if (!issued.empty() && issued.front().sequence == a.number) {
+        d = issued.front();
+        issued.pop_front();
       }
       planner_->observe(d, observation_of(a, planner_->space()));
-      note_best(a);
     }
-    for (auto& d : issued_) replay_pending_.push_back(d);
-    issued_.clear();
+    for (auto& d : issued) replay_pending_.push_back(d);
+    issued.clear();
     (void)planner_->take_decisions();  // replayed decisions were shown the first time
     if (!out_.attempts.empty())
       emit("search", 0, 0,
@@ -654,13 +654,6 @@ class Loop {
            f.diagnosis.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
 
-  void note_best(const Attempt& a) {
-    if (a.correct && a.speedup && (!best_seen_ || *a.speedup > *best_seen_)) {
-      best_seen_ = a.speedup;
-      evaluations_to_best_ = a.number;
-    }
-  }
-
   void publish_decisions() {
     for (auto& dc : planner_->take_decisions()) {
       emit("search", dc.intent, 0, dc.kind + ": " + dc.text);
@@ -686,7 +679,7 @@ class Loop {
                             : std::chrono::duration<double>(last_eval_end_ - first_eval_).count();
     j["device_busy_fraction_steady"] = span > 0 ? std::min(1.0, device_s_ / span) : 0.0;
     j["evaluations"] = evaluations_;
-    j["evaluations_to_best"] = best_seen_ ? json(evaluations_to_best_) : json(nullptr);
+    j["evaluations_to_best"] = out_.best ? json(out_.attempts[*out_.best].number) : json(nullptr);
     j["decisions"] = static_cast<int>(decisions_log_.size());
     // The report gets the summary; the store and OUT/intents.json the whole tree.
     out_.search = json::object();
@@ -724,7 +717,6 @@ class Loop {
     if (auto r = d_.store->insert_attempt(row); !r) return std::unexpected(r.error());
     out_.attempts.push_back(std::move(a));
     consider_best(out_.attempts.size() - 1);
-    note_best(out_.attempts.back());
     save_session("running");
     emit("attempt", out_.attempts.back().number, 0, "", &out_.attempts.back());
     return {};
@@ -792,7 +784,6 @@ class Loop {
   std::string class_;
   std::deque<Flight> flights_;
   Flight* device_ = nullptr;  // the flight being evaluated
-  std::deque<search::Direction> issued_;
   std::vector<search::Direction> replay_pending_;
   std::vector<search::Decision> decisions_log_;
   bool exhausted_ = false;
@@ -800,8 +791,6 @@ class Loop {
   double device_s_ = 0;
   Clock::time_point first_eval_{}, last_eval_end_{};
   int evaluations_ = 0;
-  std::optional<double> best_seen_;
-  int evaluations_to_best_ = 0;
 };
 }  // namespace
 

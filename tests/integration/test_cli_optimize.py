@@ -331,3 +331,17 @@ def test_session_ids_are_checked(tmp_path: Path) -> None:
     p, _ = optimize(tmp_path, *args, "--session", "named-1")
     assert p.returncode == 2, p.stderr
     assert "session named-1 exists" in p.stderr and "--resume named-1" in p.stderr
+
+
+def test_unreadable_search_state_is_bad_input(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    s = subprocess.run([str(BINARY), "strategies", "--db", str(db)], capture_output=True,
+                       text=True, timeout=60)
+    assert s.returncode == 0 and "seed-balanced" in s.stdout, s.stderr  # the seeds, store created
+    with sqlite3.connect(db) as c:
+        c.execute("INSERT INTO search_state(scope, kind, json) VALUES "
+                  "('s-bad', 'intents', 'not json'), ('global', 'strategies', '{\"strategies\": 3}')")
+    for args, says in ((["intents", "s-bad"], "unreadable"), (["strategies"], "unreadable")):
+        p = subprocess.run([str(BINARY), *args, "--db", str(db)], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 2 and says in p.stderr, p.stderr
