@@ -6,9 +6,12 @@ replies are JSON lines (docs/worker-protocol.md, "candidate channel").
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
+
+STARTED = time.monotonic()  # before the imports below
+
+import os  # noqa: E402
+import sys  # noqa: E402
 import traceback
 from typing import Any
 
@@ -17,6 +20,24 @@ from .problem import (build_model, load_module, load_reference, make_init_inputs
                       refresh_inputs)
 from .protocol import Channel, clean_floats, private_stdio_channel
 from .transfer import Exporter
+
+# Set by main(): the imports above cost STARTED_MAIN - STARTED, torch's TORCH_READY - STARTED_MAIN.
+STARTED_MAIN = TORCH_READY = STARTED
+
+
+class _Step:
+    """Times one start-up step into `seconds` and names it in `done` once it succeeded."""
+
+    def __init__(self, name: str, seconds: dict[str, float], done: list[str]) -> None:
+        self.name, self.seconds, self.done = name, seconds, done
+
+    def __enter__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        self.seconds[self.name] = round(time.monotonic() - self.t0, 3)
+        if kind is None:
+            self.done.append(self.name)
 
 
 def error_reply(exc: BaseException, phase: str) -> dict[str, Any]:
@@ -69,10 +90,64 @@ class CandidateState:
         self._tensor = torch.Tensor
         self._clone = torch.Tensor.clone
 
+    def warm(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Pays the process's one-time costs before any candidate is known, in two stages:
+        "cpu" (Triton's and the profiler's imports: no device work) and "gpu" (the CUDA context,
+        a first kernel, the profiler's first start). A spare process (evaluate.py) runs its "cpu"
+        stage whenever it likes and its "gpu" stage only outside the worker's measurements; no
+        candidate code has run yet. `stages` defaults to both. Failures are reported, not fatal:
+        load and the later steps meet the same problem and report it in context. The reply's
+        `seconds` says what each step cost."""
+        import torch
+
+        device = str(req.get("device") or "cpu")
+        stages = req.get("stages") or ["cpu", "gpu"]
+        cuda = device.startswith("cuda")
+        seconds: dict[str, float] = {}
+        done: list[str] = []
+
+        def step(name: str) -> Any:
+            return _Step(name, seconds, done)
+
+        try:
+            if "cpu" in stages:
+                seconds["module_imports"] = round(STARTED_MAIN - STARTED, 3)
+                seconds["torch_import"] = round(TORCH_READY - STARTED_MAIN, 3)
+                if cuda:
+                    try:
+                        with step("triton_import"):
+                            import triton  # noqa: F401 - the import alone takes about a second
+                    except ImportError:
+                        pass
+                with step("profiler_import"):
+                    import torch.profiler  # noqa: F401
+            if "gpu" in stages:
+                from torch.profiler import ProfilerActivity, profile
+
+                if cuda:
+                    with step("cuda_context"):
+                        torch.cuda.init()
+                        torch.empty(1, device=device)
+                    with step("first_kernel"):
+                        torch.empty(1, device=device).add_(1)
+                        torch.cuda.synchronize(device)
+                activities = [ProfilerActivity.CPU]
+                if cuda:
+                    activities.append(ProfilerActivity.CUDA)
+                with step("profiler_start"):
+                    with profile(activities=activities):
+                        torch.ones(8, device=device).sum().item()
+        except BaseException as e:  # noqa: BLE001
+            return {**error_reply(e, "warm"), "done": done, "seconds": seconds}
+        return {"ok": True, "done": done, "seconds": seconds,
+                "warm_s": round(sum(seconds.values()), 3)}
+
     def load(self, req: dict[str, Any]) -> dict[str, Any]:
         import torch
 
         self.device = req["device"]
+        if req.get("extensions_dir"):  # per candidate source; read by torch at build time
+            os.environ["TORCH_EXTENSIONS_DIR"] = str(req["extensions_dir"])
         threads = int(req.get("threads") or 0)
         if threads > 0:
             torch.set_num_threads(threads)
@@ -238,17 +313,22 @@ class CandidateState:
 
 
 def main() -> int:
+    global STARTED_MAIN, TORCH_READY
+    STARTED_MAIN = time.monotonic()
     timing.tune_allocator()
     channel: Channel = private_stdio_channel()
     scratch = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
-    state = CandidateState(scratch)
+    state = CandidateState(scratch)  # imports torch
+    TORCH_READY = time.monotonic()
     while True:
         req = channel.receive()
         if req is None or req.get("op") == "exit":
             return 0
         op = req.get("op")
         try:
-            if op == "load":
+            if op == "warm":
+                reply = state.warm(req)
+            elif op == "load":
                 reply = state.load(req)
             elif op == "run":
                 reply = state.run(req)

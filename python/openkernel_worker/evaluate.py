@@ -7,6 +7,8 @@ candidate's own timings against wall time measured from this side. See docs/eval
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
 import secrets
@@ -19,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from random import Random
-from typing import Any
+from typing import Any, Iterator
 
 from . import integrity, refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, is_library_kernel
@@ -61,6 +63,7 @@ class Options:
     no_sandbox: bool = False  # run the candidate without bwrap (sandbox.py); reported as a flag
     cuda_graph: str = "auto"  # time by CUDA-graph replay: auto (eager median < 50 us), on, off
     compile_baseline: bool = False  # also time torch.compile(reference)
+    spare: bool = False  # afterwards, start the next candidate process ahead of time (SpareSlot)
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
@@ -80,6 +83,7 @@ class Options:
         o.strict = bool(req.get("strict", False))
         o.no_sandbox = bool(req.get("no_sandbox", False))
         o.compile_baseline = bool(req.get("compile_baseline", False))
+        o.spare = bool(req.get("spare", False))
         mode = req.get("cuda_graph")
         if isinstance(mode, bool):
             mode = "on" if mode else "off"
@@ -104,12 +108,17 @@ class CandidateProcess:
     """A running `python -m openkernel_worker.candidate`, killed with its group on close()."""
 
     def __init__(self, scratch: str, env: dict[str, str], opts: Options | None = None,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", gpu_later: bool = False) -> None:
         """Starts it under the sandbox (sandbox.py) unless opts.no_sandbox; without a working
-        sandbox raises EnvironmentProblem. opts gives the files to expose and the limits."""
+        sandbox raises EnvironmentProblem. opts gives the limits. The process is asked at once to
+        pay its one-time costs ("warm"), all of them, or with gpu_later only those without device
+        work (start_gpu() asks for the rest); wait_warm() reads the replies. Nothing of a
+        candidate is known yet: the worker copies the files into the scratch directory before
+        "load"."""
         from . import sandbox
 
         self.scratch = scratch
+        self.device = device
         pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(env)
         env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
@@ -129,23 +138,103 @@ class CandidateProcess:
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self.spawned = time.monotonic()
+        self.warm_seconds: dict[str, float] = {}  # the candidate's own account, step by step
+        self._pending: list[str] = []  # warm stages asked for and not yet answered, in order
+        self._failed = ""  # why start-up failed, once known
+        self._gpu_later = gpu_later
+        self._send_warm(["cpu"] if self._gpu_later else ["cpu", "gpu"])
 
-    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def _send_warm(self, stages: list[str]) -> None:
+        self._pending.append("+".join(stages))
+        try:
+            self.send({"op": "warm", "device": self.device, "stages": stages})
+        except CandidateDied:
+            pass  # reported by the wait
+
+    def _take_warm_reply(self, reply: dict[str, Any]) -> None:
+        self._pending.pop(0)
+        seconds = reply.get("seconds")
+        if isinstance(seconds, dict):
+            self.warm_seconds.update({str(k): float(v) for k, v in seconds.items()
+                                      if isinstance(v, (int, float))})
+        if not self._pending:
+            self.warm_seconds["start_to_ready"] = round(time.monotonic() - self.spawned, 3)
+
+    def cpu_ready(self) -> bool:
+        """Whether the stage without device work has answered; reads a waiting reply if any."""
+        while self._pending and not self._failed:
+            try:
+                reply = self.receive(0.0, kill_on_timeout=False)
+            except CandidateTimeout:
+                break
+            except CandidateDied as e:
+                self._failed = str(e)
+                break
+            self._take_warm_reply(reply)
+        return not self._failed and not (self._pending and self._pending[0] == "cpu")
+
+    def start_gpu(self) -> None:
+        """Asks for the device stage, when a spare was started without it. Call it only when no
+        measurement is running or will start before wait_warm(): the stage uses the device."""
+        if self._gpu_later:
+            self._gpu_later = False
+            self._send_warm(["gpu"])
+
+    def gpu_in_flight(self) -> bool:
+        return any("gpu" in p for p in self._pending)
+
+    def wait_warm(self, timeout_s: float) -> tuple[dict[str, Any] | None, str]:
+        """Completes start-up (asking for the device stage if still due) and reads every warm
+        reply: ({"ok": True}, "") or (None, why the process could not start). A warm reply that
+        reports a failure is not a failed start: load meets the problem and reports it."""
+        self.start_gpu()
+        deadline = time.monotonic() + timeout_s
+        while self._pending and not self._failed:
+            try:
+                reply = self.receive(max(0.0, deadline - time.monotonic()))
+            except CandidateTimeout:
+                self._failed = f"the candidate process did not start within {timeout_s:g} s"
+            except CandidateDied as e:
+                self._failed = str(e)
+            else:
+                self._take_warm_reply(reply)
+        if self._failed:
+            return None, self._failed
+        return {"ok": True}, ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, message: dict[str, Any]) -> None:
         import json
 
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(message).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise CandidateDied(self._death()) from None
+
+    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        self.send(message)
+        return self.receive(timeout_s)
+
+    def receive(self, timeout_s: float, kill_on_timeout: bool = True) -> dict[str, Any]:
+        """The next reply. After timeout_s the process is killed (CandidateTimeout), or only
+        CandidateTimeout is raised with kill_on_timeout=False (0 s then polls)."""
+        import json
+
+        assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise CandidateTimeout()
-            if not self._sel.select(timeout=min(left, 1.0)):
+            ready = self._sel.select(timeout=min(max(left, 0.0), 1.0))
+            if not ready:
+                if time.monotonic() >= deadline:
+                    if kill_on_timeout:
+                        self.kill()
+                    raise CandidateTimeout()
                 continue
             chunk = self.proc.stdout.read(1 << 16)
             if not chunk:
@@ -201,17 +290,125 @@ class CandidateProcess:
             self.proc.wait()
 
     def close(self) -> None:
-        try:
-            if self.proc.poll() is None and self.proc.stdin is not None:
-                import json
-
-                self.proc.stdin.write(json.dumps({"op": "exit"}).encode() + b"\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            pass
-        self.kill()
+        """Kills the process (its group) without waiting for it to go: its state is worthless
+        now, and a GPU process's teardown takes the better part of a second. quiesce() waits for
+        the processes still going before anything is measured."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            DYING.append(self.proc)
         self._log.close()
+
+
+DYING: list[subprocess.Popen[bytes]] = []  # killed candidate processes not yet reaped
+
+
+class SparePool:
+    """Candidate processes started ahead of time for the next evaluations whose launch (device,
+    sandbox, limits, caches) is the same, so that process start-up (Python, torch's import, the
+    CUDA context, Triton's import, the profiler's first start: seconds on a GPU host) overlaps
+    the work of earlier evaluations. A spare has run no candidate code; it is used once and
+    never shared between evaluations.
+
+    Start-up must not disturb a measurement. How much of it may overlap one is `overlap()`:
+    "imports" (the default on a CUDA device with 4 or more cores): the stage without device work
+    (imports) runs whenever, the device stage (the context, a first kernel, the profiler's first
+    start) only in the windows between this worker's measurements: it is asked for at
+    open_window() and waited for at quiesce(); two spares are kept, so the next one's device stage
+    runs during the current evaluation's load and trials. "all": the whole start-up may overlap
+    (bench/spare_interference.py measures what that costs). "none" (the CPU device, or few
+    cores): one spare, and its whole start-up is waited for at quiesce().
+    OPENKERNEL_SPARE_OVERLAP overrides the default on CUDA devices."""
+
+    def __init__(self) -> None:
+        self.key: tuple[Any, ...] | None = None
+        self.procs: list[CandidateProcess] = []  # oldest first
+
+    @staticmethod
+    def overlap(device: str) -> str:
+        """What of a spare's start-up may overlap a measurement on `device` (see the class)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        if not device.startswith("cuda") or cores < 4:
+            return "none"
+        mode = os.environ.get("OPENKERNEL_SPARE_OVERLAP", "imports")
+        return mode if mode in ("imports", "all", "none") else "imports"
+
+    def take(self, key: tuple[Any, ...]) -> "CandidateProcess | None":
+        """The oldest live spare for `key`, or None; spares for another key are dropped."""
+        if self.key != key:
+            self.clear()
+            return None
+        while self.procs:
+            proc = self.procs.pop(0)
+            if proc.alive():
+                return proc
+            discard(proc)
+        return None
+
+    def fill(self, key: tuple[Any, ...], device: str, start: Any) -> None:
+        """Starts spares with start(gpu_later) until the pool holds its depth; a failure is left
+        for the evaluation that would have used the spare to meet and report."""
+        if self.key != key:
+            self.clear()
+            self.key = key
+        mode = self.overlap(device)
+        while len(self.procs) < (1 if mode == "none" else 2):
+            try:
+                self.procs.append(start(mode == "imports"))
+            except Exception:  # noqa: BLE001
+                break
+
+    def open_window(self) -> None:
+        """No measurement runs until quiesce(): spares whose imports are done start their device
+        stage."""
+        for proc in self.procs:
+            if proc.cpu_ready():
+                proc.start_gpu()
+
+    def quiesce(self, device: str, timeout_s: float) -> None:
+        """Before a measurement: waits for killed candidate processes to be gone and for the
+        spares' start-up that may not overlap it (overlap()); spares that fail to start are
+        dropped."""
+        while DYING:
+            try:
+                DYING[0].wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+            DYING.pop(0)
+        mode = self.overlap(device)
+        for proc in list(self.procs):
+            if mode == "all" or (mode == "imports" and not proc.gpu_in_flight()):
+                continue
+            reply, _ = proc.wait_warm(timeout_s)
+            if reply is None:
+                self.procs.remove(proc)
+                discard(proc)
+
+    def clear(self) -> None:
+        procs, self.procs = self.procs, []
+        for proc in procs:
+            discard(proc)
+
+
+def discard(proc: CandidateProcess) -> None:
+    proc.close()
+    shutil.rmtree(proc.scratch, ignore_errors=True)
+
+
+def _exit_cleanup() -> None:
+    SPARE.clear()
+    for proc in DYING:
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=5)
+
+
+SPARE = SparePool()
+atexit.register(_exit_cleanup)
 
 
 @dataclass
@@ -321,12 +518,23 @@ class Evaluation:
         self.result: dict[str, Any] = {}
         self.cand: CandidateProcess | None = None
         self.scratch = ""
+        self.phases: dict[str, float] = {}
+        self.process_start = "fresh"  # or "spare": a process started before this evaluation
+
+    def cache_root(self) -> str:
+        return self.opts.cache_dir or os.path.join(tempfile.gettempdir(), "openkernel-cache")
+
+    def extensions_dir(self) -> str:
+        """torch's extension builds, one directory per candidate source (set at "load")."""
+        digest = hashlib.sha256(self.candidate_source.encode()).hexdigest()[:16]
+        return os.path.join(self.cache_root(), "torch_extensions", digest)
 
     def candidate_env(self) -> dict[str, str]:
+        """The candidate process's environment; the same for every candidate of one launch key,
+        so a spare started before the candidate was known fits."""
         env = dict(os.environ)
-        cache = self.opts.cache_dir or os.path.join(tempfile.gettempdir(), "openkernel-cache")
-        digest = hashlib.sha256(self.candidate_source.encode()).hexdigest()[:16]
-        env["TORCH_EXTENSIONS_DIR"] = os.path.join(cache, "torch_extensions", digest)
+        cache = self.cache_root()
+        env["TORCH_EXTENSIONS_DIR"] = os.path.join(cache, "torch_extensions")
         env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
         env["OPENKERNEL_NATIVE_CACHE"] = os.path.join(cache, "native")
         if self.opts.threads > 0:
@@ -338,35 +546,109 @@ class Evaluation:
             env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # build for this GPU only
         return env
 
+    def launch_key(self) -> tuple[Any, ...]:
+        """What a candidate process's start depends on (SpareSlot)."""
+        o = self.opts
+        return (sys.executable, self.device, o.no_sandbox, o.timeout_s, o.trials,
+                o.timing_budget_s, o.threads, self.cache_root())
+
+    def _new_process(self, gpu_later: bool = False) -> CandidateProcess:
+        scratch = tempfile.mkdtemp(prefix="openkernel-cand-")
+        try:
+            return CandidateProcess(scratch, self.candidate_env(), self.opts, self.device,
+                                    gpu_later)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+
+    def _start_candidate(self) -> None:
+        """A spare process when one fits and is alive, else a new one; either way started up
+        ("warm") before the candidate is loaded. A spare that fails to start is replaced once;
+        a new process that cannot start is the machine's problem (EnvironmentProblem), not the
+        candidate's: no candidate code has run."""
+        cand = SPARE.take(self.launch_key())
+        if cand is not None:
+            self.process_start = "spare"
+        else:
+            cand = self._new_process()
+        self.cand, self.scratch = cand, cand.scratch
+        reply, why = cand.wait_warm(self.opts.timeout_s)
+        if reply is None and self.process_start == "spare":
+            discard(cand)
+            self.process_start = "fresh"
+            cand = self._new_process()
+            self.cand, self.scratch = cand, cand.scratch
+            reply, why = cand.wait_warm(self.opts.timeout_s)
+        if reply is None:
+            raise EnvironmentProblem(f"the candidate process could not start: {why}")
+
+    def _stage_files(self) -> tuple[str, str]:
+        """Copies of the candidate and the reference inside the candidate's scratch directory,
+        the only place (besides the caches) its sandbox can see."""
+        paths = []
+        for role, src in (("candidate", self.opts.candidate), ("reference", self.ref.path)):
+            folder = os.path.join(self.scratch, role)
+            os.makedirs(folder, exist_ok=True)
+            dst = os.path.join(folder, os.path.basename(src))
+            shutil.copyfile(src, dst)
+            paths.append(dst)
+        return paths[0], paths[1]
+
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - t0
+
     def run(self) -> dict[str, Any]:
         import torch
 
         start = time.monotonic()
-        set_reference_precision()
-        if self.opts.threads > 0:
-            torch.set_num_threads(self.opts.threads)
-        init_seed = self.trial_rng.getrandbits(31)
-        self.init_seed = init_seed
-        init_inputs = make_init_inputs(self.ref.module, init_seed)
-        ref_model = build_model(self.ref.module.Model, init_inputs, init_seed, self.device)
-        self.scratch = tempfile.mkdtemp(prefix="openkernel-cand-")
+        with self._phase("reference"):
+            set_reference_precision()
+            if self.opts.threads > 0:
+                torch.set_num_threads(self.opts.threads)
+            init_seed = self.trial_rng.getrandbits(31)
+            self.init_seed = init_seed
+            init_inputs = make_init_inputs(self.ref.module, init_seed)
+            ref_model = build_model(self.ref.module.Model, init_inputs, init_seed, self.device)
         self.result = {"runtime_us": timing.stats([]), "ref_runtime_us": timing.stats([]),
                        "speedup": None, "compile_s": None}
         try:
-            self.cand = CandidateProcess(self.scratch, self.candidate_env(), self.opts, self.device)
-            if self._load(init_seed) and self._trials(ref_model) and self._profile():
-                self._time(ref_model)
+            with self._phase("process_start"):
+                self._start_candidate()
+                if self.opts.spare:  # spares start up during load and trials (SparePool)
+                    SPARE.fill(self.launch_key(), self.device, self._new_process)
+                SPARE.open_window()
+            with self._phase("load"):
+                loaded = self._load(init_seed)
+            with self._phase("trials"):
+                checked = loaded and self._trials(ref_model)
+            with self._phase("profile"):
+                profiled = checked and self._profile()
+            if profiled:
+                with self._phase("quiesce"):
+                    SPARE.quiesce(self.device, self.opts.timeout_s)
+                with self._phase("timing"):
+                    self._time(ref_model)
                 if self._graph_wanted():
-                    self._time_graph(ref_model)
-                self._physical_floor(ref_model)
+                    with self._phase("graph_timing"):
+                        self._time_graph(ref_model)
+                with self._phase("floor"):
+                    self._physical_floor(ref_model)
                 if self.opts.compile_baseline and self.out.verdict == "correct":
-                    self._compile_baseline(ref_model)
+                    with self._phase("compile_baseline"):
+                        self._compile_baseline(ref_model)
         finally:
-            if self.cand is not None:
-                self.cand.close()
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            if self.device.startswith("cuda"):
-                torch.cuda.empty_cache()
+            with self._phase("cleanup"):
+                if self.cand is not None:
+                    self.cand.close()
+                    shutil.rmtree(self.cand.scratch, ignore_errors=True)
+                if self.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
+                SPARE.open_window()  # measurements are over
         return self._finish(time.monotonic() - start)
 
     def _fail(self, verdict: str, reason: str) -> bool:
@@ -391,10 +673,11 @@ class Evaluation:
         return f"{what} failed{where}: {reply.get('error_type', 'Error')}: {message}"
 
     def _load(self, init_seed: int) -> bool:
-        reply = self._ask({"op": "load", "candidate": os.path.abspath(self.opts.candidate),
-                           "reference": os.path.abspath(self.opts.reference),
+        candidate, reference = self._stage_files()
+        reply = self._ask({"op": "load", "candidate": candidate, "reference": reference,
                            "overrides": self.opts.overrides, "device": self.device,
-                           "init_seed": init_seed, "threads": self.opts.threads},
+                           "init_seed": init_seed, "threads": self.opts.threads,
+                           "extensions_dir": self.extensions_dir()},
                           "compiling and loading")
         if reply is None:
             if self.out.verdict == "runtime_error":
@@ -1017,6 +1300,9 @@ class Evaluation:
             "reference_cache": {**self.cache_stats, "entries": len(refcache.CACHE.entries),
                                 "bytes": refcache.CACHE.bytes},
             "worker_wall_s": wall_s,
+            "phases_s": {k: round(v, 4) for k, v in self.phases.items()},
+            "candidate_process": self.process_start,
+            "process_warm_s": dict(self.cand.warm_seconds) if self.cand is not None else {},
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,
                         "source": self.ref.source,
                         "overrides": {k: repr(v) for k, v in self.ref.overrides.items()}},

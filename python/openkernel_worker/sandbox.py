@@ -493,8 +493,8 @@ def prepare(command: list[str], *, scratch: str, env: dict[str, str], device: st
             opts: Any = None) -> Launch:
     """The argv and environment that start `command` (a Python command line) in the sandbox.
 
-    `opts` is the evaluation's Options (reference, candidate, no_sandbox, timeout_s, trials,
-    timing_budget_s, threads). Raises SandboxUnavailable when bwrap cannot run and
+    `opts` is the evaluation's Options (no_sandbox, timeout_s, trials, timing_budget_s,
+    threads). Raises SandboxUnavailable when bwrap cannot run and
     opts.no_sandbox is not set."""
     profile = profile_for(device)
     no_sandbox = bool(getattr(opts, "no_sandbox", False))
@@ -520,9 +520,9 @@ def prepare(command: list[str], *, scratch: str, env: dict[str, str], device: st
             path = os.path.abspath(env[var])
             os.makedirs(path, exist_ok=True)
             writable.append(path)
-    readonly = [os.path.abspath(str(p)) for p in (getattr(opts, "reference", None),
-                                                  getattr(opts, "candidate", None))
-                if p and os.path.isfile(str(p))]
+    # The candidate and reference files are not bound: the worker copies them into the scratch
+    # directory, so a process started before its candidate was known (a spare) sees them.
+    readonly: list[str] = []
     inner_env = scrub_env(env)
     inner_env.update({"TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
     wrapper = [sys.executable, "-m", "openkernel_worker.sandbox", "--limits",

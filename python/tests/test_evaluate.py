@@ -4,6 +4,8 @@ Each end-to-end test starts one candidate process (about two seconds for `import
 """
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import pytest
@@ -135,6 +137,105 @@ def test_correct_candidate(tiny_reference: str, write) -> None:
     assert r["compile_s"] is not None
     assert len(r["problem"]["source_hash"]) == 64
     assert len(r["candidate"]["source_hash"]) == 64
+
+
+def test_phases_account_for_the_evaluation(tiny_reference: str, write) -> None:
+    r = run(tiny_reference, write("c.py", CORRECT))
+    phases = r["phases_s"]
+    assert {"reference", "process_start", "load", "trials", "profile", "quiesce", "timing",
+            "floor", "cleanup"} <= phases.keys()
+    assert all(v >= 0 for v in phases.values())
+    assert sum(phases.values()) <= r["worker_wall_s"] + 0.01
+    assert phases["process_start"] > 0.05  # a fresh Python importing torch
+    assert r["candidate_process"] == "fresh"
+    warm = r["process_warm_s"]  # the candidate process's own account of its start-up
+    assert {"module_imports", "torch_import", "profiler_import", "profiler_start",
+            "start_to_ready"} <= warm.keys()
+    assert warm["start_to_ready"] <= phases["process_start"] + 0.01
+
+
+def test_spare_process_serves_the_next_evaluation(tiny_reference: str, write) -> None:
+    from openkernel_worker import evaluate as ev
+
+    try:
+        first = run(tiny_reference, write("a.py", CORRECT), spare=True)
+        assert first["verdict"] == "correct" and first["candidate_process"] == "fresh"
+        assert len(ev.SPARE.procs) == 1  # the CPU device: one spare, started up in one stage
+        spare = ev.SPARE.procs[0]
+        assert spare.alive()
+        # A different candidate (and a wrong one: nothing of the first may leak into it).
+        wrong = TORCH_CANDIDATE.replace("* self.scale", "* self.scale + 1")
+        second = run(tiny_reference, write("b.py", wrong), spare=True)
+        assert second["candidate_process"] == "spare"
+        assert second["verdict"] == "incorrect"
+        assert second["candidate"]["path"].endswith("b.py")
+        assert not os.path.exists(spare.scratch)  # used once, then removed
+        third = run(tiny_reference, write("c.py", CORRECT), spare=False)
+        assert third["candidate_process"] == "spare" and third["verdict"] == "correct"
+        assert ev.SPARE.procs == []  # spare=False starts none afterwards
+    finally:
+        ev.SPARE.clear()
+
+
+def test_dead_or_mismatched_spare_is_replaced(tiny_reference: str, write) -> None:
+    from openkernel_worker import evaluate as ev
+
+    try:
+        run(tiny_reference, write("a.py", CORRECT), spare=True)
+        spare = ev.SPARE.procs[0]
+        spare.kill()  # the OOM killer, say: the next evaluation must not blame its candidate
+        r = run(tiny_reference, write("b.py", CORRECT), spare=True)
+        assert r["verdict"] == "correct" and r["candidate_process"] == "fresh"
+        assert not os.path.exists(spare.scratch)
+        # Other limits (trials) make another launch: that spare is not used.
+        other = ev.SPARE.procs[0]
+        r = run(tiny_reference, write("c.py", CORRECT), trials=3)
+        assert r["verdict"] == "correct" and r["candidate_process"] == "fresh"
+        assert other.proc.wait(timeout=10) is not None  # killed
+    finally:
+        ev.SPARE.clear()
+
+
+def test_staged_start_runs_the_device_stage_only_when_asked(tmp_path) -> None:
+    from openkernel_worker import evaluate as ev
+
+    opts = ev.Options(reference="", candidate="", no_sandbox=True)
+    proc = ev.CandidateProcess(str(tmp_path), dict(os.environ), opts, "cpu", gpu_later=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not proc.cpu_ready():
+            assert time.monotonic() < deadline, proc.log_tail()
+            time.sleep(0.05)
+        assert not proc.gpu_in_flight()
+        assert "profiler_import" in proc.warm_seconds
+        assert "profiler_start" not in proc.warm_seconds  # the device stage: not yet
+        proc.start_gpu()
+        assert proc.gpu_in_flight()
+        assert proc.wait_warm(60) == ({"ok": True}, "")
+        assert not proc.gpu_in_flight()
+        assert "profiler_start" in proc.warm_seconds
+        assert proc.warm_seconds["start_to_ready"] > 0
+    finally:
+        ev.discard(proc)
+
+
+def test_staged_pool_keeps_two_spares(tiny_reference: str, write, monkeypatch) -> None:
+    from openkernel_worker import evaluate as ev
+
+    monkeypatch.setattr(ev.SparePool, "overlap", staticmethod(lambda device: "imports"))
+    try:
+        first = run(tiny_reference, write("a.py", CORRECT), spare=True)
+        assert first["candidate_process"] == "fresh"
+        assert len(ev.SPARE.procs) == 2
+        for name in ("b.py", "c.py"):
+            r = run(tiny_reference, write(name, CORRECT), spare=True)
+            assert r["verdict"] == "correct" and r["candidate_process"] == "spare"
+            assert "profiler_start" in r["process_warm_s"]  # its device stage ran before load
+            assert len(ev.SPARE.procs) == 2
+        for proc in ev.SPARE.procs:
+            assert not proc.gpu_in_flight() or proc.wait_warm(60)[0] is not None
+    finally:
+        ev.SPARE.clear()
 
 
 def test_overrides_reach_the_candidate_process(tiny_reference: str, write) -> None:
