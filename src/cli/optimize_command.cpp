@@ -52,6 +52,8 @@ struct OptimizeOptions {
   int in_flight = 0;
   double budget_wall_s = 0, budget_device_s = 0;
   std::string strategy;
+  double stop_at_sol = optimize::kSpeedOfLightStop;
+  bool no_compile_baseline = false;
 };
 
 // Live progress on stderr: one line per step, the running best and the money spent.
@@ -92,6 +94,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   if (o.llm.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
   if (o.in_flight < 0 || o.in_flight > 64)
     return report_error({ErrorKind::kUsage, "--in-flight must be between 1 and 64"});
+  if (!(o.stop_at_sol > 0))
+    return report_error({ErrorKind::kUsage, "--stop-at-sol must be above 0"});
   if (o.budget_wall_s < 0 || o.budget_device_s < 0)
     return report_error(
         {ErrorKind::kUsage, "--budget-wall-s and --budget-device-s must be positive"});
@@ -146,6 +150,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     if (o.budget_wall_s > 0) opts.budget_wall_s = o.budget_wall_s;
     if (o.budget_device_s > 0) opts.budget_device_s = o.budget_device_s;
     opts.strategy = o.strategy;
+    opts.stop_at_sol = o.stop_at_sol;
+    opts.compile_baseline = !o.no_compile_baseline;
     session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
     if (!o.session_id.empty()) {
       auto existing = st->find_session(session);
@@ -312,6 +318,11 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_option("--strategy", o->strategy,
                   "Use this strategy of the store's population instead of the population's "
                   "choice (see `openkernel strategies`)");
+  cmd->add_option("--stop-at-sol", o->stop_at_sol,
+                  "Stop once a correct kernel reaches this fraction of speed of light (default "
+                  "0.95; 1 or more: never, e.g. to measure every template point)");
+  cmd->add_flag("--no-compile-baseline", o->no_compile_baseline,
+                "Do not time torch.compile(reference) (speedup_compile stays null)");
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");

@@ -20,6 +20,7 @@ json to_json(const EvalRequest& r) {
   if (r.no_sandbox) j["no_sandbox"] = true;
   if (r.cuda_graph != "auto") j["cuda_graph"] = r.cuda_graph;
   if (r.compile_baseline) j["compile_baseline"] = true;
+  if (r.spare) j["spare"] = true;
   return j;
 }
 

@@ -29,6 +29,9 @@ struct EvalRequest {
   bool no_sandbox = false;          // run the candidate without bwrap (sent only when true)
   std::string cuda_graph = "auto";  // CUDA-graph timing: auto, on, off (sent unless auto)
   bool compile_baseline = false;    // also time torch.compile(reference) (sent only when true)
+  // More evaluations follow on this worker: it starts the next candidate process ahead of time
+  // (sent only when true; docs/evaluation.md, "Throughput").
+  bool spare = false;
 };
 
 nlohmann::json to_json(const EvalRequest& r);

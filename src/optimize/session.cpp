@@ -38,7 +38,9 @@ json Options::to_json() const {
             {"no_sandbox", no_sandbox},
             {"search", search},
             {"in_flight", in_flight},
-            {"strategy", strategy}};
+            {"strategy", strategy},
+            {"stop_at_sol", stop_at_sol},
+            {"compile_baseline", compile_baseline}};
   j["budget_wall_s"] = budget_wall_s ? json(*budget_wall_s) : json(nullptr);
   j["budget_device_s"] = budget_device_s ? json(*budget_device_s) : json(nullptr);
   j["level"] = level ? json(*level) : json(nullptr);
@@ -76,6 +78,8 @@ Options Options::from_json(const json& j) {
   if (j.contains("budget_device_s") && j["budget_device_s"].is_number())
     o.budget_device_s = j["budget_device_s"].get<double>();
   o.strategy = j.value("strategy", std::string());
+  o.stop_at_sol = j.value("stop_at_sol", kSpeedOfLightStop);
+  o.compile_baseline = j.value("compile_baseline", true);
   return o;
 }
 
@@ -545,8 +549,10 @@ class Loop {
     req.timing_budget_s = o_.timing_budget_s;
     req.cache_dir = d_.cache_dir;
     req.no_sandbox = o_.no_sandbox;
+    req.spare = true;  // the session's next evaluation starts without waiting for a process
     // The torch.compile baseline once per session, on the GPU (docs/optimize.md).
-    if (o_.backend != "cpu" && !out_.compile_runtime_us && !asked_compile_) {
+    if (o_.compile_baseline && o_.backend != "cpu" && !out_.compile_runtime_us &&
+        !asked_compile_) {
       req.compile_baseline = true;
       asked_compile_ = true;
     }
@@ -616,7 +622,7 @@ class Loop {
     double sol = r.contains("roofline") && r["roofline"].is_object()
                      ? r["roofline"].value("fraction_of_speed_of_light", 0.0)
                      : 0.0;
-    if (a.correct && sol >= kSpeedOfLightStop) f.stop = "speed_of_light";
+    if (a.correct && sol >= o_.stop_at_sol) f.stop = "speed_of_light";
     return settled(f);
   }
 

@@ -34,6 +34,9 @@
 
 namespace ok::optimize {
 
+// The default fraction of speed of light at which the loop stops: nothing left worth trying.
+inline constexpr double kSpeedOfLightStop = 0.95;
+
 struct Options {
   std::string reference;  // absolute path
   std::string name;
@@ -56,6 +59,10 @@ struct Options {
   int in_flight = 0;              // generations in flight; 0: the mode's default
   std::optional<double> budget_wall_s, budget_device_s;
   std::string strategy;  // a strategy id to use instead of the population's choice
+  // Stop once a correct kernel reaches this fraction of speed of light (>= 1: never; landscape
+  // measurements keep going to see every point).
+  double stop_at_sol = kSpeedOfLightStop;
+  bool compile_baseline = true;  // time torch.compile(reference) once, on the GPU
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);
@@ -66,8 +73,6 @@ int default_iterations(const std::string& mode);
 // The generations a mode keeps in flight when --in-flight is not given: 1 for the builtin
 // generator (it answers at once); for a model 2 (fast) or 4 (deep).
 int default_in_flight(const std::string& mode, bool builtin);
-// The fraction of speed of light at which the loop stops: nothing left worth trying.
-inline constexpr double kSpeedOfLightStop = 0.95;
 
 // What the loop tells its observer (the CLI prints it; the UIs will draw it).
 struct Event {

@@ -109,6 +109,11 @@ def test_llm_path_with_real_kernels_and_malformed_replies(tmp_path: Path) -> Non
     assert [(r[0], r[1]) for r in rows] == [(1, "generation_failed"), (2, "compile_error"),
                                             (3, "correct")]
     assert rows[0][2] is None and rows[1][2] is not None
+    # The session's worker starts the next candidate process while the loop works: attempt 3
+    # ran in the spare that attempt 2's evaluation left (docs/evaluation.md, "Throughput").
+    started = [json.loads(db.execute("SELECT result FROM evaluations WHERE id=?",
+                                     (r[2],)).fetchone()[0])["candidate_process"] for r in rows[1:]]
+    assert started == ["fresh", "spare"]
     status = db.execute("SELECT status, best_attempt FROM sessions WHERE id=?",
                         (report["session"],)).fetchone()
     assert status == ("finished", 3)
@@ -135,6 +140,7 @@ def test_unknown_model_and_missing_reference_are_usage_errors(tmp_path: Path) ->
     (["--search", "random"], "--search"),
     (["--in-flight", "-1"], "--in-flight"),
     (["--budget-wall-s", "-1"], "--budget-wall-s"),
+    (["--stop-at-sol", "0"], "--stop-at-sol"),
     (["--strategy", "no-such-strategy"], "no strategy no-such-strategy"),
 ])
 def test_bad_flags_are_usage_errors(tmp_path: Path, args: list[str], says: str) -> None:
