@@ -5,7 +5,8 @@ gpu__time_duration.sum and triton.testing.do_bench, for short and long kernels.
     python3 bench/timing_fidelity.py --one NAME # internal: runs one kernel a few times for ncu
 
 Columns: kernel, ours_us (median of our event method), ours_cv (coefficient of variation of that
-median over 5 repeats), graph_us/graph_cv (our CUDA-graph mode, for kernels under 100 us),
+median over 5 repeats), idle_us/idle_cv (the same with an idle gap as long as the kernel before
+each call, time_block's idle_us, for kernels of 100 us and more), graph_us/graph_cv (our CUDA-graph mode, for kernels under 100 us),
 do_bench_us (median mode, with its own L2 flush), ncu_us (gpu__time_duration.sum of every kernel
 of one forward, at the clocks the GPU runs without ncu's clock control), and the ratios.
 """
@@ -48,16 +49,24 @@ def kernels():
     }
 
 
-def ours(fn, repeats=5):
+def ours(fn, repeats=5, idle=0.0):
+    """Our event method; idle > 0: with an idle gap of `idle` times the kernel's own time before
+    each call (time_block's idle_us), measured from a first pass without it."""
     import torch
 
     from openkernel_worker import timing
 
     flush = timing.flush_buffer("cuda:0")
+    idle_us = 0.0
+    if idle > 0:
+        times, _, _ = timing.time_block(lambda: fn(), [[]], 20, "cuda:0", flush, keep_outputs=False)
+        idle_us = idle * statistics.median(times)
     medians = []
     for _ in range(repeats):
-        timing.time_block(lambda: fn(), [[]], 5, "cuda:0", flush, keep_outputs=False)
-        times, _, _ = timing.time_block(lambda: fn(), [[]], 50, "cuda:0", flush, keep_outputs=False)
+        timing.time_block(lambda: fn(), [[]], 5, "cuda:0", flush, keep_outputs=False,
+                          idle_us=idle_us)
+        times, _, _ = timing.time_block(lambda: fn(), [[]], 50, "cuda:0", flush, keep_outputs=False,
+                                        idle_us=idle_us)
         medians.append(statistics.median(times))
     del flush
     torch.cuda.empty_cache()
@@ -138,19 +147,21 @@ def main():
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
         return
-    print("kernel\tours_us\tours_cv\tgraph_us\tgraph_cv\tdo_bench_us\tncu_us\tours/ncu"
-          "\tgraph/ncu\tours/do_bench")
+    print("kernel\tours_us\tours_cv\tidle_us\tidle_cv\tgraph_us\tgraph_cv\tdo_bench_us\tncu_us"
+          "\tours/ncu\tidle/ncu\tgraph/ncu\tours/do_bench")
     for name, make in kernels().items():
         fn = make()
         m, cv = ours(fn)
+        im, icv = ours(fn, idle=1.0) if m >= 100 else (None, None)
         g, gcv = ours_graph(fn) if m < 100 else (None, None)
         db = do_bench(fn)
         del fn
         torch.cuda.empty_cache()
         n = ncu(name)
         f = lambda v, spec: "" if v is None else format(v, spec)
-        print("\t".join([name, f(m, ".2f"), f(cv, ".4f"), f(g, ".2f"), f(gcv, ".4f"), f(db, ".2f"),
-                         f(n, ".2f"), f(m / n if n else None, ".3f"),
+        print("\t".join([name, f(m, ".2f"), f(cv, ".4f"), f(im, ".2f"), f(icv, ".4f"), f(g, ".2f"),
+                         f(gcv, ".4f"), f(db, ".2f"), f(n, ".2f"), f(m / n if n else None, ".3f"),
+                         f(im / n if n and im else None, ".3f"),
                          f(g / n if n and g else None, ".3f"), f(m / db, ".3f")]), flush=True)
 
 

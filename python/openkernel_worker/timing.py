@@ -87,11 +87,32 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize(torch.device(device))
 
 
+_CYCLES_PER_US: dict[str, float] = {}
+
+
+def gpu_cycles_per_us(device: str) -> float:
+    """Clock cycles per microsecond of torch.cuda._sleep on `device`, measured once."""
+    import torch
+
+    if device not in _CYCLES_PER_US:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)
+        start.record()
+        torch.cuda._sleep(2_000_000)
+        end.record()
+        torch.cuda.synchronize(torch.device(device))
+        _CYCLES_PER_US[device] = 2_000_000 / max(start.elapsed_time(end) * 1000.0, 1e-3)
+    return _CYCLES_PER_US[device]
+
+
 def time_block(fn: Callable[..., Any], pool: list[list[Any]], n: int, device: str,
                flush: Any, keep_outputs: bool, clock: Callable[[], int] = now_ns,
-               ) -> tuple[list[float], float, list[Any]]:
+               idle_us: float = 0.0) -> tuple[list[float], float, list[Any]]:
     """Runs fn n times over the input pool; returns per-iteration times (us), the synchronised
-    wall time of the block (us), and the last output for each pool entry when keep_outputs."""
+    wall time of the block (us), and the last output for each pool entry when keep_outputs.
+    idle_us (CUDA only): before each call (and its cache flush) the GPU spins one thread for this
+    long, so power-limited kernels start each timed call from a rested clock instead of the
+    sustained-load clock of back-to-back calls."""
     import torch
 
     outputs: list[Any] = [None] * len(pool) if keep_outputs else []
@@ -103,8 +124,11 @@ def time_block(fn: Callable[..., Any], pool: list[list[Any]], n: int, device: st
             stream = torch.cuda.current_stream(torch.device(device))
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+            idle = int(idle_us * gpu_cycles_per_us(device)) if idle_us > 0 else 0
             for i in range(n):
                 inputs = pool[i % len(pool)]
+                if idle:
+                    torch.cuda._sleep(idle)
                 if flush is not None:
                     flush.zero_()
                 starts[i].record(stream)
