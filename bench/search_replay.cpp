@@ -1,7 +1,10 @@
 // search_replay: the search policies against measured landscapes, at equal evaluations.
 //
-//   search_replay --db BENCH.db --budgets 2,3,4 --seeds 50 [--json OUT.json] SESSION...
+//   search_replay --db BENCH.db [--db MORE.db ...] --budgets 2,3,4 --seeds 50 [--json OUT.json]
+//                 [--trace] SESSION...
 //
+// (Each session is read from the first database that has it: landscapes measured in several runs
+// are replayed together.)
 // Each SESSION is an exhaustive `openkernel optimize --search prior` run (every template point of
 // one problem evaluated once, for real, by the evaluator); together they are the landscape. For
 // each budget N and seed, each policy (engine, best-of-n, prior) searches every problem with N
@@ -14,7 +17,9 @@
 // Prints, per budget and policy: the geomean over problems and seeds of the best speedup found
 // (an incorrect problem counts 1.0, KernelBench's fallback), the correctness rate (problems with a
 // correct kernel found), the mean evaluations to reach the best, and the mean fraction of each
-// problem's landscape optimum reached (0 where nothing correct was found). Exit 0, 2 on bad input.
+// problem's landscape optimum reached (0 where nothing correct was found). --trace also prints,
+// for seed 1 and the largest budget, every step of each policy on each problem (what it chose and
+// what that point measured), to see why a policy wins or loses. Exit 0, 2 on bad input.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -52,7 +57,7 @@ struct Run {
 
 // One search of one problem with `budget` evaluations.
 Run search_one(const Landscape& l, search::Policy policy, const search::SearchParams& params,
-               uint64_t seed, int budget, std::vector<std::string>* failures) {
+               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace = false) {
   search::Planner planner(policy, params, l.space, seed, l.problem);
   Run r;
   for (int n = 1; n <= budget; ++n) {
@@ -63,6 +68,9 @@ Run search_one(const Landscape& l, search::Policy policy, const search::SearchPa
     auto o = opt::observation_of(a, l.space);
     o.point = d->point;
     planner.observe(*d, o);
+    if (trace)
+      fmt::print("    {:>2}  {:<10} {:>7}  {}\n", n, a.correct ? "correct" : a.verdict,
+                 a.speedup ? fmt::format("{:.3f}x", *a.speedup) : "-", d->title);
     if (a.correct && a.speedup && *a.speedup > r.best) {
       r.best = *a.speedup;
       r.correct = true;
@@ -79,8 +87,8 @@ Run search_one(const Landscape& l, search::Policy policy, const search::SearchPa
 
 int usage(const std::string& why) {
   fmt::print(stderr,
-             "search_replay: {}\nusage: search_replay --db BENCH.db [--budgets 2,3,4] [--seeds "
-             "50] [--json OUT.json] SESSION...\n",
+             "search_replay: {}\nusage: search_replay --db BENCH.db [--db MORE.db ...] [--budgets "
+             "2,3,4] [--seeds 50] [--json OUT.json] [--trace] SESSION...\n",
              why);
   return 2;
 }
@@ -88,20 +96,24 @@ int usage(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string db, json_out;
+  std::vector<std::string> dbs;
+  std::string json_out;
   std::vector<int> budgets = {2, 3, 4};
   int seeds = 50;
+  bool trace = false;
   std::vector<std::string> sessions;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--db") {
-      db = value();
+      dbs.push_back(value());
     } else if (a == "--budgets") {
       budgets.clear();
       for (const auto& b : ok::util::split(value(), ',')) budgets.push_back(std::stoi(b));
     } else if (a == "--seeds") {
       seeds = std::stoi(value());
+    } else if (a == "--trace") {
+      trace = true;
     } else if (a == "--json") {
       json_out = value();
     } else if (a.rfind("--", 0) == 0) {
@@ -110,15 +122,28 @@ int main(int argc, char** argv) {
       sessions.push_back(a);
     }
   }
-  if (db.empty() || sessions.empty() || budgets.empty() || seeds < 1)
+  if (dbs.empty() || sessions.empty() || budgets.empty() || seeds < 1)
     return usage("--db and at least one session are needed");
-  auto st = ok::store::Store::open(db);
-  if (!st) return usage(st.error().message);
+  std::vector<ok::store::Store> stores;
+  for (const auto& db : dbs) {
+    auto st = ok::store::Store::open(db);
+    if (!st) return usage(st.error().message);
+    stores.push_back(std::move(*st));
+  }
   std::vector<Landscape> ls;
   for (const auto& s : sessions) {
+    ok::store::Store* st = nullptr;
+    for (auto& candidate : stores) {
+      auto found = candidate.find_session(s);
+      if (found && *found) {
+        st = &candidate;
+        break;
+      }
+    }
+    if (!st) return usage("no session " + s + " in " + ok::util::join(dbs, ", "));
     auto row = st->find_session(s);
     auto rows = st->attempts(s);
-    if (!row || !*row || !rows) return usage("no session " + s + " in " + db);
+    if (!row || !*row || !rows) return usage("cannot read session " + s);
     Landscape l;
     l.session = s;
     l.problem = (*row)->name;
@@ -138,7 +163,7 @@ int main(int argc, char** argv) {
     ls.push_back(std::move(l));
   }
   json out = {
-      {"db", db}, {"seeds", seeds}, {"problems", json::array()}, {"results", json::array()}};
+      {"db", dbs}, {"seeds", seeds}, {"problems", json::array()}, {"results", json::array()}};
   fmt::print("{} problems:\n", ls.size());
   for (const auto& l : ls) {
     fmt::print("  {:<28} {:<22} {:>3} points, optimum {:.3f}x\n", l.problem, l.problem_class,
@@ -173,8 +198,12 @@ int main(int argc, char** argv) {
             params = search::search_params(*chosen);
           }
           std::vector<std::string> failures;
+          const bool show = trace && seed == 1 && budget == budgets.back();
+          if (show)
+            fmt::print("  trace: {} on {} (seed 1, {} evaluations)\n", search::policy_name(policy),
+                       l.problem, budget);
           Run r = search_one(l, policy, params, static_cast<uint64_t>(seed) * 1000003u + k, budget,
-                             &failures);
+                             &failures, show);
           if (chosen) {
             search::Outcome o;
             o.problem = l.problem;

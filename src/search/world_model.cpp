@@ -199,13 +199,58 @@ double Planner::axis_score(size_t a, const json& v) const {
       trend = (step > 0) == (trend_[a] > 0) ? kTrendBonus : -kTrendBonus;
     }
   }
+  // The critic's bottleneck re-ranks moves the prior finds plausible; it does not promote a
+  // value the prior ranks last (a memory-bound diagnosis says "change the tiling", not which).
   double diag = !last_bottleneck_.empty() && ax.bottleneck == last_bottleneck_
-                    ? kDiagnosisBoost * params_.diagnosis_weight
+                    ? kDiagnosisBoost * params_.diagnosis_weight * prior / kPriorWeight
                     : 0.0;
   double total_n = 0;
   for (const auto& s : axis_stats_) total_n += s.n;
   double bonus = params_.exploration * 0.1 * std::sqrt(std::log(total_n + 2.0) / (st.n + 1.0));
   return learnt + prior + trend + diag + bonus;
+}
+
+std::optional<size_t> Planner::prior_pair_move() const {
+  if (!best_point_) return std::nullopt;
+  for (size_t q = 0; q < space_.size(); ++q)
+    if (!tried_.count(q) && !bad_.count(q) && space_.distance(*best_point_, q) == 2) return q;
+  return std::nullopt;
+}
+
+double Planner::pair_score() const {
+  auto q = prior_pair_move();
+  if (!q) return 0;
+  // The proposer's rank of the point; what its two axes have gained so far (shrunk like an
+  // axis's); an exploration bonus of its own, since a two-axis move is a hypothesis of its own
+  // ("these parameters go together").
+  double prior =
+      kPriorWeight * (1.0 - static_cast<double>(*q) / static_cast<double>(space_.size()));
+  double learnt = pair_stats_.n > 0 ? pair_stats_.gain / (pair_stats_.n + 1.0) : 0.0;
+  for (size_t a = 0; a < space_.axes().size(); ++a)
+    if (space_.value(*q, a) != space_.value(*best_point_, a)) {
+      const auto& st = axis_stats_[a];
+      learnt += (st.n > 0 ? st.gain / (st.n + 1.0) : 0.0) / 2;
+    }
+  double total_n = pair_stats_.n;
+  for (const auto& s : axis_stats_) total_n += s.n;
+  double bonus =
+      params_.exploration * 0.1 * std::sqrt(std::log(total_n + 2.0) / (pair_stats_.n + 1.0));
+  return learnt + prior + bonus;
+}
+
+void Planner::add_pair_intent() {
+  bool open = std::any_of(intents_.begin(), intents_.end(), [&](const Intent& i) {
+    return i.parent == base_ && i.status == "open" && i.action.contains("pair");
+  });
+  if (open || !prior_pair_move()) return;
+  Intent i;
+  i.parent = base_;
+  i.title = "the proposer's next point near the best: two parameters at once";
+  i.rationale = "the skills' order of whole points knows which values go together";
+  i.source = "template";
+  i.action = {{"pair", true}};
+  i.priority = pair_score();
+  add(std::move(i));
 }
 
 void Planner::expand_base() {
@@ -243,6 +288,8 @@ std::optional<Direction> Planner::realise(Intent& i) {
   if (i.action.contains("point")) {
     p = i.action["point"].get<size_t>();
     if (ex.count(*p)) p.reset();
+  } else if (i.action.contains("pair")) {
+    p = prior_pair_move();
   } else if (i.action.contains("axis")) {
     // A hypothesis about one axis is tested by changing that axis alone, so the result can be
     // credited to it. Where that point was measured already, the evidence is in: no evaluation.
@@ -290,6 +337,10 @@ std::optional<Direction> Planner::next_engine() {
   if (since_progress_ >= params_.stagnation_window) stagnate();
   bool expanded = false;
   while (true) {
+    // One two-axis move along the prior competes with the one-axis hypotheses.
+    if (expanded || std::any_of(intents_.begin(), intents_.end(),
+                                [&](const Intent& i) { return i.parent == base_; }))
+      add_pair_intent();
     // The open children of the base, best score first; refresh their priorities from what was
     // learnt since they were created.
     std::vector<Intent*> open;
@@ -298,6 +349,8 @@ std::optional<Direction> Planner::next_engine() {
       if (i.action.contains("axis")) {
         auto a = space_.axis_index(i.action["axis"].get<std::string>());
         if (a) i.priority = axis_score(*a, i.action["value"]);
+      } else if (i.action.contains("pair")) {
+        i.priority = pair_score();
       }
       open.push_back(&i);
     }
@@ -475,6 +528,10 @@ void Planner::observe_engine(const Direction& d, const Observation& o) {
     best_point_ = o.point;
   }
   since_progress_ = progress ? 0 : since_progress_ + 1;
+  if (it && it->action.contains("pair")) {
+    pair_stats_.n += 1;
+    pair_stats_.gain += log_gain;
+  }
   if (it) {
     it->attempts += 1;
     it->cost_usd += o.cost_usd;
@@ -506,22 +563,33 @@ void Planner::observe_engine(const Direction& d, const Observation& o) {
         it->note += "; retry with the critic's diagnosis";
       }
     }
-    // A wrong answer from a one-axis move condemns that value: no point with it is tried again.
-    if (o.evaluated && !o.correct && axis && o.verdict != "timeout") {
-      const json v = space_.value(*o.point, *axis);
-      pruned_values_.emplace_back(*axis, v);
-      for (size_t p = 0; p < space_.size(); ++p)
-        if (space_.value(p, *axis) == v) bad_.insert(p);
-      for (auto& i : intents_)
-        if (i.status == "open" && i.action.contains("axis") &&
-            i.action["axis"] == space_.axes()[*axis].key && i.action["value"] == v) {
-          i.status = "pruned";
-          i.note = "pruned: " + space_.axes()[*axis].param + "=" + fmt_value(v) + " gave " +
-                   (o.verdict.empty() ? "wrong results" : o.verdict);
-          decide("intent_pruned", i.id, i.title + ": " + i.note);
-        }
+    // A wrong answer condemns the value a one-axis move set: no point with it is tried again.
+    // From a two-axis move, it condemns the values of the two that no correct point has had
+    // (a value seen correct elsewhere is not the likely culprit); where both are new, both go,
+    // the price of not spending an evaluation to tell them apart. Farther jumps condemn nothing.
+    if (o.evaluated && !o.correct && o.point && before && o.verdict != "timeout" &&
+        space_.distance(*o.point, *before) <= 2) {
+      for (size_t a = 0; a < space_.axes().size(); ++a) {
+        const json v = space_.value(*o.point, a);
+        if (v == space_.value(*before, a) || (!axis && seen_correct_.count({a, v.dump()})))
+          continue;
+        pruned_values_.emplace_back(a, v);
+        for (size_t p = 0; p < space_.size(); ++p)
+          if (space_.value(p, a) == v) bad_.insert(p);
+        for (auto& i : intents_)
+          if (i.status == "open" && i.action.contains("axis") &&
+              i.action["axis"] == space_.axes()[a].key && i.action["value"] == v) {
+            i.status = "pruned";
+            i.note = "pruned: " + space_.axes()[a].param + "=" + fmt_value(v) + " gave " +
+                     (o.verdict.empty() ? "wrong results" : o.verdict);
+            decide("intent_pruned", i.id, i.title + ": " + i.note);
+          }
+      }
     }
   }
+  if (o.correct && o.point && !space_.empty())
+    for (size_t a = 0; a < space_.axes().size(); ++a)
+      seen_correct_.insert({a, space_.value(*o.point, a).dump()});
   // The critic's suggestions become hypotheses under the base (a model realises them; the
   // builtin proposer cannot, so there they only steer axis priorities through the bottleneck).
   if (space_.empty() && o.suggestions.is_array()) {

@@ -135,6 +135,11 @@ class Planner {
   double axis_score(size_t a, const nlohmann::json& v) const;
   // The best-prior untried point that changes only axis `a` of the best point, to `v`.
   std::optional<size_t> pure_move(size_t a, const nlohmann::json& v) const;
+  // The best-prior untried point that changes exactly two axes of the best point, its score,
+  // and the base's one open intent that tries it.
+  std::optional<size_t> prior_pair_move() const;
+  double pair_score() const;
+  void add_pair_intent();
   std::set<size_t> excluded() const;
   void observe_engine(const Direction& d, const Observation& o);
 
@@ -158,8 +163,10 @@ class Planner {
     double gain = 0;  // sum of log gains
   };
   std::vector<AxisStats> axis_stats_;
+  AxisStats pair_stats_;  // the two-axis moves along the prior
   std::vector<int> trend_;  // per axis: +1 / -1 the last improving move's direction, 0 none
   std::vector<std::pair<size_t, nlohmann::json>> pruned_values_;
+  std::set<std::pair<size_t, std::string>> seen_correct_;  // (axis, value dump) of correct points
 };
 
 }  // namespace ok::search
