@@ -4,8 +4,9 @@
 #
 #   bench/kernelbench_side_by_side.sh            # writes $OUT/side_by_side.tsv and .md
 #
-# Ours: each candidate cold (fresh compile caches, a fresh process as always) then warm (same
-# caches). KernelBench: bench/kernelbench_driver.py runs its eval_kernel_against_ref the way its
+# Ours: `openkernel evaluate` for each candidate cold (fresh compile caches, a fresh process as
+# always) then warm (same caches); then the warm worker that `optimize` keeps, every candidate a
+# new source ($WORKER_CANDIDATES, default relu_triton relu_nvcc, $WORKER_REPEAT times, default 4). KernelBench: bench/kernelbench_driver.py runs its eval_kernel_against_ref the way its
 # scripts/run_and_check.py does locally (static check, 5 correctness trials, 100 perf trials with
 # cuda events, then the reference's eager and torch.compile times), one process per candidate,
 # with fresh build and compile caches, except that the Triton candidate's Triton cache is the one
@@ -107,6 +108,34 @@ for c in $CANDIDATES; do
   ours "$name" "$backend" cold "$root"
   ours "$name" "$backend" warm "$root"
 done
+# Ours in the warm worker `optimize` keeps (bench/warm_worker.py): each candidate a new source
+# every time (--unique), so Triton and nvcc compile each from scratch; pass 1 is the worker's
+# first evaluation (a fresh candidate process, the bandwidth floor measured once).
+if [ -n "${WORKER_CANDIDATES:-relu_triton relu_nvcc}" ]; then
+  args=()
+  for name in ${WORKER_CANDIDATES:-relu_triton relu_nvcc}; do
+    args+=(--candidate "tests/gpu/candidates/$name.py")
+  done
+  "$PY" bench/warm_worker.py --reference "$REF" --backend cuda "${args[@]}" \
+    --repeat "${WORKER_REPEAT:-4}" --unique --cache-dir "$work/worker_cache" \
+    --json "$work/worker.json" > "$work/worker.txt" 2>&1
+  "$PY" - "$work/worker.json" >> "$tsv" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"openkernel-worker\t-\t-\tfailed: {e}\t\t\t\t")
+    sys.exit()
+for i, r in enumerate(d["rows"]):
+    caches = "new source, worker's first" if i == 0 else "new source, warm worker"
+    name = r["candidate"].rsplit(".", 1)[0]
+    ph = r.get("phases_s") or {}
+    detail = (f"speedup {r['speedup']:.3f}; " if r.get("speedup") else "") + \
+        f"process {r.get('process')}; " + ", ".join(f"{k} {v:.2f}" for k, v in ph.items() if v >= 0.05)
+    print(f"openkernel-worker\t{name}\t{caches}\t{r['verdict']}\t{r['wall_s']:.1f}\t\t\t{detail}")
+PY
+  cat "$work/worker.txt"
+fi
 if [ -d "$KBSRC/src/kernelbench" ]; then
   for c in $KB_CANDIDATES; do
     IFS=: read -r name backend <<<"$c"

@@ -25,8 +25,12 @@ elif git --git-dir="$kbgit" rev-parse -q --verify HEAD >/dev/null 2>&1; then
   git --git-dir="$kbgit" rev-parse HEAD > .device/kernelbench-src/COMMIT
 fi
 cp build/release/bin/openkernel .device/bin/ && strip .device/bin/openkernel
+# The search bench's replay (bench/search_replay.cpp), when built.
+if [ -x build/release/bin/search_replay ]; then
+  cp build/release/bin/search_replay .device/bin/ && strip .device/bin/search_replay
+fi
 cp "$(command -v bwrap)" .device/bin/  # the sandbox; GPU images rarely carry it
-ldd build/release/bin/openkernel "$(command -v bwrap)" | awk '$3 ~ /^\// {print $3}' | sort -u |
+ldd build/release/bin/openkernel $(ls .device/bin/search_replay 2>/dev/null) "$(command -v bwrap)" | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" .device/lib/ && strip --strip-unneeded ".device/lib/$(basename "$lib")"; done
 for level in level1 level2; do
