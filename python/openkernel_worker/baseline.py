@@ -15,7 +15,8 @@ from random import Random
 from typing import Any
 
 from . import integrity, timing
-from .evaluate import (GRAPH_AUTO_US, Options, resolve_device, time_compiled, time_in_worker)
+from .evaluate import (GRAPH_AUTO_US, SPARE, Options, resolve_device, time_compiled,
+                       time_in_worker)
 from .problem import BadInput, build_model, load_reference, make_init_inputs, make_inputs
 
 
@@ -46,6 +47,7 @@ def baseline(req: dict[str, Any]) -> dict[str, Any]:
         timing.synchronize(device)
 
         budget = max(1.0, opts.timing_budget_s)
+        SPARE.quiesce(device, opts.timeout_s)  # no spare starts up on the device meanwhile
         eager = time_in_worker(model, ref.module, device, rng, "events", budget, opts)
         method = "events"
         median = (eager.get("runtime_us") or {}).get("median")

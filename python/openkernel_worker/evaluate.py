@@ -63,7 +63,7 @@ class Options:
     no_sandbox: bool = False  # run the candidate without bwrap (sandbox.py); reported as a flag
     cuda_graph: str = "auto"  # time by CUDA-graph replay: auto (eager median < 50 us), on, off
     compile_baseline: bool = False  # also time torch.compile(reference)
-    spare: bool = False  # afterwards, start the next candidate process ahead of time (SpareSlot)
+    spare: bool = False  # afterwards, start the next candidate processes ahead of time (SparePool)
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
@@ -298,6 +298,7 @@ class CandidateProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            DYING[:] = [p for p in DYING if p.poll() is None]  # reaps those gone already
             DYING.append(self.proc)
         self._log.close()
 
@@ -547,7 +548,7 @@ class Evaluation:
         return env
 
     def launch_key(self) -> tuple[Any, ...]:
-        """What a candidate process's start depends on (SpareSlot)."""
+        """What a candidate process's start depends on (SparePool)."""
         o = self.opts
         return (sys.executable, self.device, o.no_sandbox, o.timeout_s, o.trials,
                 o.timing_budget_s, o.threads, self.cache_root())
