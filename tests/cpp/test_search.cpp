@@ -158,6 +158,76 @@ TEST(Planner, EngineBeatsBestOfNOnAverage) {
   EXPECT_GT(engine, sampled);
 }
 
+// A space whose second prior point changes two axes at once (wider tile with more warps) and is
+// the optimum: the engine's pair intent takes it second, as the prior does.
+TEST(Planner, APairMoveFollowsThePriorsWholePointOrder) {
+  std::vector<json> pts;
+  auto point = [](int tile, int warps) {
+    return json{{"k-row", {{"BLOCK_J", tile}, {"num_warps", warps}}}, {"pattern", "row:mean"}};
+  };
+  pts.push_back(point(32, 4));
+  pts.push_back(point(64, 8));  // the optimum, two axes away
+  for (int tile : {16, 32, 64, 128})
+    for (int warps : {2, 4, 8, 16})
+      if (!(tile == 32 && warps == 4) && !(tile == 64 && warps == 8))
+        pts.push_back(point(tile, warps));
+  search::TemplateSpace space(pts);
+  search::Planner p(search::Policy::kEngine, search::SearchParams{}, space, 1, "pair");
+  std::vector<size_t> tried;
+  for (int n = 1; n <= 2; ++n) {
+    auto d = p.next();
+    ASSERT_TRUE(d && d->point);
+    tried.push_back(*d->point);
+    search::Observation o;
+    o.attempt = n;
+    o.evaluated = o.correct = true;
+    o.verdict = "correct";
+    o.speedup = *d->point == 1 ? 3.0 : 2.7;
+    o.point = d->point;
+    p.observe(*d, o);
+  }
+  EXPECT_EQ(tried, (std::vector<size_t>{0, 1}));
+  bool pair = false;
+  for (const auto& i : p.intents())
+    pair |= i.action.contains("pair") && i.status == "succeeded";
+  EXPECT_TRUE(pair) << "the pair intent is the tree's record of the move";
+}
+
+// A wrong two-axis move condemns the value no correct point had, not the one seen correct.
+TEST(Planner, AWrongPairMovePrunesOnlyTheNewValue) {
+  std::vector<json> pts;
+  auto point = [](int tile, bool fast) {
+    return json{{"k-row", {{"BLOCK_J", tile}}}, {"k-pw", {{"fast_math", fast}}},
+                {"pattern", "row:mean"}};
+  };
+  pts.push_back(point(32, false));
+  pts.push_back(point(64, false));
+  pts.push_back(point(128, true));   // pair from 64: tile 128 (new) and fast_math (new)
+  pts.push_back(point(32, true));
+  pts.push_back(point(128, false));
+  search::TemplateSpace space(pts);
+  search::Planner p(search::Policy::kEngine, search::SearchParams{}, space, 1, "wrong");
+  auto fm = space.axis_index("k-pw.fast_math");
+  ASSERT_TRUE(fm);
+  std::vector<size_t> tried;
+  for (int n = 1; n <= 5; ++n) {
+    auto d = p.next();
+    if (!d) break;
+    tried.push_back(*d->point);
+    search::Observation o;
+    o.attempt = n;
+    o.evaluated = true;
+    o.point = d->point;
+    o.correct = space.value(*d->point, *fm) == false;
+    o.verdict = o.correct ? "correct" : "incorrect";
+    if (o.correct) o.speedup = 1.0 + 0.1 * static_cast<double>(*d->point);
+    p.observe(*d, o);
+  }
+  int wrong = 0;
+  for (size_t t : tried) wrong += space.value(t, *fm) == true;
+  EXPECT_EQ(wrong, 1) << "fast_math=true must not come back after its wrong answer";
+}
+
 TEST(Planner, StagnationChangesDirectionAndIsReported) {
   // A flat landscape: nothing ever improves, so the window runs out.
   search::SearchParams params;
