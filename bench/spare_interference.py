@@ -7,7 +7,8 @@ only their stage without device work (imports) overlap its timing. This measures
 would do to the evaluator's own timing (timing.time_block, L2 flush, CUDA events) of a long and a
 short kernel: blocks are timed back to back while (a) nothing else runs, (b) another process runs
 the "cpu" warm stage (torch's and Triton's imports), (c) another process runs the "gpu" stage (CUDA
-context, a first kernel, the profiler's first start). Prints, per kernel and condition, the median
+context, a first kernel), (d) another process runs the "profiler" stage (the profiler's first start).
+Prints, per kernel and condition, the median
 and the 90th percentile of the per-call times and their ratios to the quiet condition's.
 """
 from __future__ import annotations
@@ -45,25 +46,39 @@ def sample(fn, flush, seconds: float) -> list[float]:
 
 
 def during(stage: str, fn, flush) -> tuple[list[float], float]:
-    """Samples taken while a new candidate process runs `stage`; and how long the stage took."""
+    """Samples taken while a new candidate process runs `stage` ("cpu": imports; "gpu": the
+    CUDA context and a first kernel; "profiler": the profiler's first start, after "gpu"
+    finished unmeasured); and how long the stage took."""
     from openkernel_worker import evaluate as ev
 
     scratch = tempfile.mkdtemp(prefix="interference-")
     opts = ev.Options(reference="", candidate="", no_sandbox=True)
-    proc = ev.CandidateProcess(scratch, dict(os.environ), opts, "cuda:0", gpu_later=True)
+    proc = ev.CandidateProcess(scratch, dict(os.environ), opts, "cuda:0", gpu_later=True,
+                               profiler_anytime=True)
+
+    def failed() -> None:
+        if proc._failed:
+            raise SystemExit(f"spare_interference: the process did not start: {proc._failed}")
+
+    def pending() -> list[str]:
+        proc.cpu_ready()  # reads whatever warm replies have come
+        failed()
+        return proc._pending
+
     try:
-        if stage == "gpu":
+        if stage != "cpu":
             while not proc.cpu_ready():
+                failed()
                 time.sleep(0.02)
             proc.start_gpu()
+            if stage == "profiler":
+                while "gpu" in pending():
+                    time.sleep(0.005)
         t0 = time.monotonic()
         out: list[float] = []
         while True:
             out.extend(sample(fn, flush, 0.05))
-            ready = proc.cpu_ready()  # reads whatever warm reply has come
-            if proc._failed:
-                raise SystemExit(f"spare_interference: the process did not start: {proc._failed}")
-            if (not proc.gpu_in_flight()) if stage == "gpu" else ready:
+            if stage not in pending():
                 break
         return out, time.monotonic() - t0
     finally:
@@ -93,11 +108,11 @@ def main() -> int:
     print("kernel\tcondition\tn\tmedian_us\tp90_us\tmax_us\tmedian/quiet\tp90/quiet\tstage_s")
     for name, fn in kernels().items():
         sample(fn, flush, 1.0)  # warm-up
-        got: dict[str, list[float]] = {"quiet": [], "cpu": [], "gpu": []}
-        stage_s: dict[str, list[float]] = {"quiet": [], "cpu": [], "gpu": []}
+        got: dict[str, list[float]] = {"quiet": [], "cpu": [], "gpu": [], "profiler": []}
+        stage_s: dict[str, list[float]] = {k: [] for k in got}
         for _ in range(args.rounds):
             got["quiet"].extend(sample(fn, flush, 2.0))
-            for stage in ("cpu", "gpu"):
+            for stage in ("cpu", "gpu", "profiler"):
                 xs, s = during(stage, fn, flush)
                 got[stage].extend(xs)
                 stage_s[stage].append(s)

@@ -5,7 +5,9 @@ baselines measured on the same machine (`openkernel baseline`, docs/sweep.md).
 Method: eager timed with CUDA events per call (or wall clock on the CPU); on a GPU, when the eager
 median is below evaluate.GRAPH_AUTO_US and cuda_graph is not "off" (or cuda_graph is "on"), both
 are timed again by CUDA-graph replay, as the evaluator times a microsecond candidate, and the
-graph figures stand. torch.compile is checked against the eager reference before it is timed; a
+graph figures stand; when it is REST_AUTO_US or more (or rested is "on"), both are timed again
+rested (an idle gap before each call, as the evaluator does there), and those figures stand.
+torch.compile is checked against the eager reference before it is timed; a
 compile that fails or disagrees gives a null compile time with the reason.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from random import Random
 from typing import Any
 
 from . import integrity, timing
-from .evaluate import (GRAPH_AUTO_US, SPARE, Options, resolve_device, time_compiled,
+from .evaluate import (GRAPH_AUTO_US, REST_AUTO_US, SPARE, Options, resolve_device, time_compiled,
                        time_in_worker)
 from .problem import BadInput, build_model, load_reference, make_init_inputs, make_inputs
 
@@ -59,6 +61,10 @@ def baseline(req: dict[str, Any]) -> dict[str, Any]:
                 eager, method = graph, "cuda_graph"
             else:
                 graph_note = graph.get("note")
+        elif device.startswith("cuda") and opts.rested != "off" and (
+                opts.rested == "on" or (median and median >= REST_AUTO_US)):
+            eager = time_in_worker(model, ref.module, device, rng, "events_rested", budget, opts)
+            method = "events_rested"
 
         compiled: dict[str, Any] = {"ok": False, "reason": "not requested", "method": method,
                                     "compile_s": None, "runtime_us": None}

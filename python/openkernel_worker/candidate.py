@@ -91,17 +91,17 @@ class CandidateState:
         self._clone = torch.Tensor.clone
 
     def warm(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Pays the process's one-time costs before any candidate is known, in two stages:
-        "cpu" (Triton's and the profiler's imports: no device work) and "gpu" (the CUDA context,
-        a first kernel, the profiler's first start). A spare process (evaluate.py) runs its "cpu"
-        stage whenever it likes and its "gpu" stage only outside the worker's measurements; no
-        candidate code has run yet. `stages` defaults to both. Failures are reported, not fatal:
+        """Pays the process's one-time costs before any candidate is known, in three stages:
+        "cpu" (Triton's and the profiler's imports: no device work), "gpu" (the CUDA context and
+        a first kernel) and "profiler" (the profiler's first start, seconds of CUPTI set-up). A
+        spare process (evaluate.py) runs its "cpu" stage whenever it likes and the others as its
+        SparePool.overlap() mode allows; no candidate code has run yet. `stages` defaults to all. Failures are reported, not fatal:
         load and the later steps meet the same problem and report it in context. The reply's
         `seconds` says what each step cost."""
         import torch
 
         device = str(req.get("device") or "cpu")
-        stages = req.get("stages") or ["cpu", "gpu"]
+        stages = req.get("stages") or ["cpu", "gpu", "profiler"]
         cuda = device.startswith("cuda")
         seconds: dict[str, float] = {}
         done: list[str] = []
@@ -121,16 +121,16 @@ class CandidateState:
                         pass
                 with step("profiler_import"):
                     import torch.profiler  # noqa: F401
-            if "gpu" in stages:
+            if "gpu" in stages and cuda:
+                with step("cuda_context"):
+                    torch.cuda.init()
+                    torch.empty(1, device=device)
+                with step("first_kernel"):
+                    torch.empty(1, device=device).add_(1)
+                    torch.cuda.synchronize(device)
+            if "profiler" in stages:
                 from torch.profiler import ProfilerActivity, profile
 
-                if cuda:
-                    with step("cuda_context"):
-                        torch.cuda.init()
-                        torch.empty(1, device=device)
-                    with step("first_kernel"):
-                        torch.empty(1, device=device).add_(1)
-                        torch.cuda.synchronize(device)
                 activities = [ProfilerActivity.CPU]
                 if cuda:
                     activities.append(ProfilerActivity.CUDA)
@@ -247,17 +247,24 @@ class CandidateState:
 
     def time(self, req: dict[str, Any]) -> dict[str, Any]:
         """Runs each pool entry once and keeps every output; whether they are checked is decided
-        by the worker after the reply."""
+        by the worker after the reply. `idle_us` > 0 asks for rested timing (timing.time_block);
+        the gaps' own times come back in `rest_us`."""
         if self.device.startswith("cuda"):
             integrity.reset_persisting_l2()
+        idle_us = float(req.get("idle_us") or 0.0) if self.device.startswith("cuda") else 0.0
+        rests: list[float] = []
         try:
             times, wall_us, outputs = timing.time_block(
-                self.model, self.pool, len(self.pool), self.device, self.flush, keep_outputs=True)
+                self.model, self.pool, len(self.pool), self.device, self.flush, keep_outputs=True,
+                idle_us=idle_us, rest_out=rests)
         except BaseException as e:  # noqa: BLE001
             return error_reply(e, "time")
         self.timed_outputs = outputs
         self.clone_timed = False
-        return {"ok": True, "times_us": times, "wall_us": wall_us}
+        reply: dict[str, Any] = {"ok": True, "times_us": times, "wall_us": wall_us}
+        if idle_us > 0:
+            reply["rest_us"] = rests
+        return reply
 
     def graph_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
         """Draws a pool of input buffers and captures one forward per entry in a CUDA graph

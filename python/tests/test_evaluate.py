@@ -219,6 +219,48 @@ def test_staged_start_runs_the_device_stage_only_when_asked(tmp_path) -> None:
         ev.discard(proc)
 
 
+def test_profiler_stage_of_its_own_is_not_in_flight(tmp_path) -> None:
+    """profiler_anytime ("context" overlap): the device stage is the context and a first kernel
+    only; the profiler's first start follows as a stage quiesce() does not wait for, and the
+    process is fully started once wait_warm() returns."""
+    from openkernel_worker import evaluate as ev
+
+    opts = ev.Options(reference="", candidate="", no_sandbox=True)
+    proc = ev.CandidateProcess(str(tmp_path), dict(os.environ), opts, "cpu", gpu_later=True,
+                               profiler_anytime=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not proc.cpu_ready():
+            assert time.monotonic() < deadline, proc.log_tail()
+            time.sleep(0.05)
+        proc.start_gpu()
+        assert proc._pending == ["gpu", "profiler"]
+        while proc.gpu_in_flight():
+            assert time.monotonic() < deadline, proc.log_tail()
+            proc.cpu_ready()  # reads the replies that have come
+            time.sleep(0.01)
+        assert proc.wait_warm(60) == ({"ok": True}, "")
+        assert "profiler_start" in proc.warm_seconds and not proc._pending
+    finally:
+        ev.discard(proc)
+
+
+def test_context_overlap_pool_starts_spares_with_the_profiler_anytime(
+        tiny_reference: str, write, monkeypatch) -> None:
+    from openkernel_worker import evaluate as ev
+
+    monkeypatch.setattr(ev.SparePool, "overlap", staticmethod(lambda device: "context"))
+    try:
+        run(tiny_reference, write("a.py", CORRECT), spare=True)
+        assert len(ev.SPARE.procs) == 2
+        assert all(p._profiler_anytime for p in ev.SPARE.procs)
+        r = run(tiny_reference, write("b.py", CORRECT), spare=True)
+        assert r["verdict"] == "correct" and r["candidate_process"] == "spare"
+        assert "profiler_start" in r["process_warm_s"]
+    finally:
+        ev.SPARE.clear()
+
+
 def test_staged_pool_keeps_two_spares(tiny_reference: str, write, monkeypatch) -> None:
     from openkernel_worker import evaluate as ev
 

@@ -87,3 +87,17 @@ def test_time_block_measures_sleep() -> None:
 def test_flush_cost_is_zero_without_flush() -> None:
     assert timing.flush_cost_us("cpu", None) == 0.0
     assert timing.flush_cost_us("cpu", torch.empty(1024)) > 0.0
+
+
+def test_rest_gap_is_the_call_itself_capped() -> None:
+    assert timing.rest_gap_us(None) == 0.0
+    assert timing.rest_gap_us(0.0) == 0.0
+    assert timing.rest_gap_us(250.0) == 250.0
+    assert timing.rest_gap_us(1e6) == timing.REST_MAX_US
+
+
+def test_time_block_ignores_the_rested_gap_on_cpu() -> None:
+    rests: list[float] = []
+    times, _, _ = timing.time_block(lambda: None, [[]], 3, "cpu", None, keep_outputs=False,
+                                    idle_us=1000.0, rest_out=rests)
+    assert len(times) == 3 and rests == []

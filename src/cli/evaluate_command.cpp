@@ -30,6 +30,7 @@ struct EvaluateOptions {
   bool strict = false;
   bool no_sandbox = false;
   std::string cuda_graph = "auto";
+  std::string rested = "auto";
   bool compile_baseline = false;
   bool json = false;
   std::string python;
@@ -65,6 +66,7 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   req.cache_dir = util::cache_dir().string();
   req.no_sandbox = o.no_sandbox;
   req.cuda_graph = o.cuda_graph;
+  req.rested = o.rested;
   req.compile_baseline = o.compile_baseline;
   if (o.no_sandbox)
     fmt::print(stderr,
@@ -116,6 +118,11 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_option("--cuda-graph", o->cuda_graph,
                   "Time by CUDA-graph replay: auto (when the eager median is below 50 us), on, "
                   "off (default auto)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--rested", o->rested,
+                  "Rested timing on CUDA, an idle gap as long as the call before each timed call "
+                  "(power-limited kernels are not timed throttled): auto (when either side's "
+                  "median is 100 us or more), on, off (default auto)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--compile-baseline", o->compile_baseline,
                 "Also time torch.compile(reference) and report speedup_compile");

@@ -228,6 +228,7 @@ struct BaselineCliOptions {
   double timing_budget = 4;
   int threads = 0;
   std::string cuda_graph = "auto";
+  std::string rested = "auto";
   bool no_compile = false, json = false;
 };
 
@@ -263,11 +264,15 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
                "eager_us", "compile_us", "method", "note");
   for (const auto& p : *chosen) {
     if (llm::cancel_flag().load()) break;
-    json req = {
-        {"op", "baseline"},         {"reference", std::filesystem::absolute(p.path).string()},
-        {"backend", *backend},      {"timing_budget_s", c.timing_budget},
-        {"threads", threads},       {"cuda_graph", c.cuda_graph},
-        {"compile", !c.no_compile}, {"seed", 0}};
+    json req = {{"op", "baseline"},
+                {"reference", std::filesystem::absolute(p.path).string()},
+                {"backend", *backend},
+                {"timing_budget_s", c.timing_budget},
+                {"threads", threads},
+                {"cuda_graph", c.cuda_graph},
+                {"rested", c.rested},
+                {"compile", !c.no_compile},
+                {"seed", 0}};
     auto r = worker->call(req, std::chrono::seconds(1800), &llm::cancel_flag());
     json row = {{"level", p.level}, {"problem_id", p.number}, {"name", p.name}};
     if (!r) {
@@ -393,6 +398,10 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   base->add_option("--threads", b->threads, "CPU threads (default: cores, at most 8, on the CPU)");
   base->add_option("--cuda-graph", b->cuda_graph,
                    "auto (graph replay below 50 us eager), on or off (default auto)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  base->add_option("--rested", b->rested,
+                   "auto (an idle gap before each call from 100 us eager), on or off (default "
+                   "auto)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   base->add_flag("--no-compile", b->no_compile, "Skip torch.compile");
   base->add_flag("--json", b->json, "Print one JSON object as the last line");

@@ -19,6 +19,7 @@ json to_json(const EvalRequest& r) {
   if (!r.cache_dir.empty()) j["cache_dir"] = r.cache_dir;
   if (r.no_sandbox) j["no_sandbox"] = true;
   if (r.cuda_graph != "auto") j["cuda_graph"] = r.cuda_graph;
+  if (r.rested != "auto") j["rested"] = r.rested;
   if (r.compile_baseline) j["compile_baseline"] = true;
   if (r.spare) j["spare"] = true;
   return j;
@@ -62,10 +63,15 @@ std::string format_report(const json& r) {
     out += fmt::format("vs compile {:.3f}x over torch.compile(reference), {} median\n",
                        r["speedup_compile"].get<double>(),
                        us(r["compile_runtime_us"].value("median", json())));
-  if (r.contains("timing") && r["timing"].is_object() && r["timing"].contains("mode"))
-    out += fmt::format("timing    {}\n", r["timing"]["mode"].get<std::string>() == "cuda_graph"
-                                             ? "CUDA-graph replay"
-                                             : "CUDA events / clock per call");
+  if (r.contains("timing") && r["timing"].is_object() && r["timing"].contains("mode")) {
+    const std::string mode =
+        r["timing"]["mode"].is_string() ? r["timing"]["mode"].get<std::string>() : "";
+    out += fmt::format("timing    {}\n",
+                       mode == "cuda_graph" ? "CUDA-graph replay"
+                       : mode == "events_rested"
+                           ? "CUDA events per call, rested (an idle gap before each call)"
+                           : "CUDA events / clock per call");
+  }
   if (r["max_abs_error"].is_number())
     out += fmt::format("error     max abs {:.3g}, max rel {:.3g}\n",
                        r["max_abs_error"].get<double>(), r["max_rel_error"].get<double>());

@@ -28,6 +28,7 @@ struct EvalRequest {
   std::string cache_dir;
   bool no_sandbox = false;          // run the candidate without bwrap (sent only when true)
   std::string cuda_graph = "auto";  // CUDA-graph timing: auto, on, off (sent unless auto)
+  std::string rested = "auto";      // rested timing (idle gap per call): auto, on, off (ditto)
   bool compile_baseline = false;    // also time torch.compile(reference) (sent only when true)
   // More evaluations follow on this worker: it starts the next candidate process ahead of time
   // (sent only when true; docs/evaluation.md, "Throughput").

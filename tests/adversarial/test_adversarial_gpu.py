@@ -26,6 +26,9 @@ CASES: dict[str, tuple[str, set[str], set[str]]] = {
     "torch_fallback": ("cand_torch_fallback.py", {"rejected"}, {"no_custom_kernel"}),
     "event_patch": ("cand_event_patch.py", {"rejected"}, set()),
     "uninitialised": ("cand_uninitialised.py", {"incorrect"}, set()),
+    # The 1 GiB ReLU takes ~600 us, so rested timing (an idle gap before each call) applies.
+    "rest_side_stream": ("cand_rest_side_stream.py", {"rejected", "incorrect"}, set()),
+    "rest_skip": ("cand_rest_skip.py", {"rejected"}, {"timer_mismatch"}),
 }
 
 
@@ -43,6 +46,18 @@ def test_case(results: dict[str, dict[str, Any]], name: str) -> None:
     r = results[name]
     assert r["verdict"] in verdicts, (name, r["verdict"], r["reasons"])
     assert flags <= set(r["flags"]), (name, r["flags"], r["reasons"])
+
+
+def test_honest_long_kernel_is_timed_rested(results: dict[str, dict[str, Any]]) -> None:
+    """~600 us per call: the reported figures come from rested blocks, with back-to-back blocks
+    interleaved for the checks, and both series agree for a memory-bound kernel."""
+    r = results["honest"]
+    t = r["timing"]
+    assert t["mode"] == "events_rested", t
+    rest = t["rested"]
+    assert rest["ok"] and rest["blocks"] >= 1 and rest["idle_us"] > 100, rest
+    assert 0.9 < rest["ratio"] < 1.1 and 0.9 < rest["ref_ratio"] < 1.1, rest
+    assert r["rested_wall_check"]["runs"] >= 1 and r["wall_check"]["runs"] >= 1
 
 
 # CUDA-graph timing (cuda_graph "auto" picks it for microsecond kernels): a tiny ReLU.

@@ -2,16 +2,20 @@
 # The whole GPU run for the evaluator hardening (issue 3) in one command, under 10 minutes on an
 # H200, each step time-boxed (`timeout`, its whole process group) so one hang cannot eat the run:
 #   1. sandbox probe                      (15 s)
-#   2. adversarial GPU suite, pytest -m gpu (100 s; eager and CUDA-graph cases)
+#   2. adversarial GPU suite, pytest -m gpu (200 s; eager, rested and CUDA-graph cases)
 #   3. acceptance candidates, cold        (45 s; the nvcc path and a Triton softmax)
 #   4. timing fidelity: ncu / ours / do_bench, CV (90 s)
 #   5. CUDA-graph mode and torch.compile baseline through the CLI (45 s)
 #   6. KernelBench's harness side by side with ours, level1/19_ReLU full size (290 s)
+#   7. rested timing through the CLI, a compute-bound fp32 Triton matmul (90 s)
+#   8. spare start-up stages against the evaluator's timing (120 s)
+#   9. new Triton sources in a warm worker per spare overlap mode (150 s)
 # Run from the repo root after building (build/release) and scripts/bundle-device.sh; the GPU
 # machine needs only python3 with torch and triton (bwrap, the engine and its libraries come in
 # .device). Results in $OUT: log.txt, steps.tsv (step, rc, seconds), adversarial_gpu.jsonl,
 # acceptance.tsv, fidelity.tsv, graph_*.json, graph.tsv, side_by_side.tsv/.md.
-# STEPS="probe adversarial acceptance fidelity graph sidebyside" selects steps.
+# STEPS="probe adversarial acceptance fidelity graph sidebyside rested interference modes" selects
+# steps (default: the first six).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/openkernel-gpu}
@@ -94,11 +98,14 @@ export -f probe acceptance graph
       fi ;;
   esac
   export OPENKERNEL_ADVERSARIAL_OUT=$OUT/adversarial_gpu.jsonl
-  step adversarial 100 "python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/adversarial"
+  step adversarial 200 "python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/adversarial"
   step acceptance 45 acceptance
   step fidelity 90 'python3 bench/timing_fidelity.py | tee "$OUT/fidelity.tsv"'
   step graph 45 graph
   step sidebyside 290 bench/kernelbench_side_by_side.sh
+  step rested 90 "tests/gpu/run_h200_throughput.sh rested"
+  step interference 120 "tests/gpu/run_h200_throughput.sh interference"
+  step modes 150 "tests/gpu/run_h200_throughput.sh modes"
   echo "== steps =="
   cat "$OUT/steps.tsv"
 } > "$OUT/log.txt" 2>&1

@@ -4,7 +4,11 @@
 # candidate process, `openkernel evaluate` from a cold start, and bench/timing_fidelity.py (ncu,
 # do_bench, CV, the idle-gap variant). KernelBench level1/19_ReLU and 23_Softmax at full size.
 # Run from the repo root on the GPU machine after scripts/bundle-device.sh; results go to $OUT.
-#   tests/gpu/run_h200_throughput.sh [warm|cold|fidelity ...]   (default: all three)
+# Also: "modes" (new Triton sources in a warm worker under each spare overlap mode, imports and
+# context), "interference" (bench/spare_interference.py) and "rested" (`openkernel evaluate` of a
+# compute-bound fp32 Triton matmul, level1/1, rested and back to back).
+#   tests/gpu/run_h200_throughput.sh [warm|cold|fidelity|modes|interference|rested ...]
+#   (default: warm cold fidelity)
 set -uo pipefail
 OUT=${OUT:-/tmp/openkernel-gpu}
 mkdir -p "$OUT"
@@ -60,6 +64,41 @@ print(f"{name}\tevaluate {caches}\t{r['verdict']}\twall {float(t1) - float(t0):.
       f"worker {r.get('worker_wall_s', 0):.1f} s\t{ph}")
 PY
         done
+      done
+      ;;
+    modes)
+      for mode in imports context; do
+        echo "## relu_triton, a new source each time: warm worker, spare overlap $mode"
+        OPENKERNEL_SPARE_OVERLAP=$mode python3 bench/warm_worker.py \
+          --reference $KB/level1/19_ReLU.py --backend triton --candidate $C/relu_triton.py \
+          --repeat 6 --unique --cache-dir "$(mktemp -d /tmp/okwarm.XXXXXX)" \
+          --json "$OUT/warm_relu_unique_$mode.json"
+      done
+      ;;
+    interference)
+      echo "## spare start-up stages against the evaluator's timing"
+      python3 bench/spare_interference.py --rounds 2 --json "$OUT/interference.json" \
+        | tee "$OUT/interference.tsv"
+      ;;
+    rested)
+      for rested in auto off; do
+        echo "## matmul_triton (level1/1, fp32 4096^3), rested $rested"
+        $BIN evaluate --level 1 --problem 1 --kernelbench-dir $KB --backend triton \
+          --candidate $C/matmul_triton.py --rested $rested --timing-budget 8 --json \
+          --db /tmp/okrested.db > "$OUT/rested_$rested.json" 2> "$OUT/rested_$rested.err"
+        python3 - "$OUT/rested_$rested.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r.get("timing") or {}
+rest = t.get("rested") or {}
+b2b = rest.get("back_to_back") or {}
+med = lambda s: (s or {}).get("median")
+print(f"verdict {r['verdict']} flags {r['flags']} mode {t.get('mode')} speedup {r.get('speedup')}")
+print(f"  reported: candidate {med(r.get('runtime_us'))} us, reference {med(r.get('ref_runtime_us'))} us")
+print(f"  back to back: candidate {med(b2b.get('runtime_us'))} us, reference "
+      f"{med(b2b.get('ref_runtime_us'))} us; ratios {rest.get('ratio')} {rest.get('ref_ratio')}")
+print(f"  wall checks {r.get('wall_check')} {r.get('rested_wall_check')}")
+PY
       done
       ;;
     fidelity)
