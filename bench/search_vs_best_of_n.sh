@@ -19,6 +19,8 @@
 # without the torch.compile baseline. With $DEADLINE (seconds since the epoch) a problem is only
 # started while at least $PROBLEM_MIN_S (default 60) remain, and is cut off at the deadline (its
 # points measured so far stay in the landscape, which the replay then reads as a smaller space).
+# $PROBLEM_MAX_S cuts each problem off after that many seconds the same way, so that one large
+# space cannot take a whole time-boxed run.
 # Writes OUT_DIR/landscape.log, OUT_DIR/replay.txt and OUT_DIR/replay.json.
 # Environment: OPENKERNEL_BIN, OPENKERNEL_KERNELBENCH_DIR, SEARCH_REPLAY (the replay binary).
 set -euo pipefail
@@ -47,6 +49,9 @@ measure() {  # name, optimize args...
       return 0
     fi
     limit=(timeout -s INT "$left")
+  fi
+  if [ -n "${PROBLEM_MAX_S:-}" ] && { [ ${#limit[@]} -eq 0 ] || [ "$PROBLEM_MAX_S" -lt "$left" ]; }; then
+    limit=(timeout -s INT "$PROBLEM_MAX_S")
   fi
   if ! "${limit[@]}" "$BIN" optimize --db "$db" --session "$s" --search prior --iterations 512 \
       --model builtin --backend "$backend" --seed 1 --stop-at-sol 2 --out "$out/$name" --json \

@@ -5,8 +5,9 @@ gpu__time_duration.sum and triton.testing.do_bench, for short and long kernels.
     python3 bench/timing_fidelity.py --one NAME # internal: runs one kernel a few times for ncu
 
 Columns: kernel, ours_us (median of our event method), ours_cv (coefficient of variation of that
-median over 5 repeats), idle_us/idle_cv (the same with an idle gap as long as the kernel before
-each call, time_block's idle_us, for kernels of 100 us and more), graph_us/graph_cv (our CUDA-graph mode, for kernels under 100 us),
+median over 5 repeats), idle_us/idle_cv (rested timing, the evaluator's method for kernels of
+100 us and more: an idle gap as long as the kernel before each call and a device-wide synchronise
+after it, time_block's idle_us), graph_us/graph_cv (our CUDA-graph mode, for kernels under 100 us),
 do_bench_us (median mode, with its own L2 flush), ncu_us (gpu__time_duration.sum of every kernel
 of one forward, at the clocks the GPU runs without ncu's clock control), and the ratios.
 """

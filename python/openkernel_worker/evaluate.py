@@ -37,8 +37,10 @@ CUDA_GRAPH_MODES = ("auto", "on", "off")
 GRAPH_AUTO_US = 50.0  # cuda_graph "auto": graph timing when the eager candidate median is below
 REST_MODES = ("auto", "on", "off")
 REST_AUTO_US = 100.0  # rested "auto": rested timing when the slower side's median reaches this
-REST_MIN_RATIO = 0.8  # rested / back-to-back median of the candidate below this: flag rested_gap
-# and report back to back (the 8192^3 bf16 matmul, throttled back to back, measured 0.86)
+REST_MIN_RATIO = 0.8  # rested / back-to-back median of the candidate below this, or below the
+# reference's ratio less REST_REF_SLACK: flag rested_gap and report back to back (the 8192^3 bf16
+# matmul, throttled back to back, measured 0.86; a memory-bound kernel 1.00)
+REST_REF_SLACK = 0.1
 GRAPH_EAGER_RATIO = 12.0  # flag graph_much_faster: eager median / graph median above this (an
 # honest 1 MiB Triton ReLU measured 7x on the H200: Triton's Python launch path costs ~25 us)
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected")
@@ -211,13 +213,16 @@ class CandidateProcess:
         """Whether a warm stage that may not overlap a measurement is asked for and unanswered."""
         return any("gpu" in p.split("+") for p in self._pending)
 
-    def wait_warm(self, timeout_s: float) -> tuple[dict[str, Any] | None, str]:
+    def wait_warm(self, timeout_s: float,
+                  device_only: bool = False) -> tuple[dict[str, Any] | None, str]:
         """Completes start-up (asking for the device stage if still due) and reads every warm
-        reply: ({"ok": True}, "") or (None, why the process could not start). A warm reply that
-        reports a failure is not a failed start: load meets the problem and reports it."""
+        reply, or with device_only only until no stage that may not overlap a measurement is
+        pending: ({"ok": True}, "") or (None, why the process could not start). A warm reply
+        that reports a failure is not a failed start: load meets the problem and reports it."""
         self.start_gpu()
         deadline = time.monotonic() + timeout_s
-        while self._pending and not self._failed:
+        while self._pending and not self._failed and not (device_only
+                                                          and not self.gpu_in_flight()):
             try:
                 reply = self.receive(max(0.0, deadline - time.monotonic()))
             except CandidateTimeout:
@@ -344,15 +349,14 @@ class SparePool:
     never shared between evaluations.
 
     Start-up must not disturb a measurement. How much of it may overlap one is `overlap()`:
-    "imports" (the default on a CUDA device with 4 or more cores): the stage without device work
-    (imports) runs whenever, the device stages (the context and a first kernel; the profiler's
-    first start) only in the windows between this worker's measurements: they are asked for at
-    open_window() and waited for at quiesce(); two spares are kept, so the next one's device
-    stages run during the current evaluation's load and trials. "context": as "imports", but only
-    the context and first kernel (0.15 s) wait for a window; the profiler's first start (3-4 s of
-    CUPTI set-up) runs whenever. "all": the whole start-up may overlap. bench/spare_interference.py
-    measures what each stage does to a measurement. "none" (the CPU device, or few cores): one
-    spare, and its whole start-up is waited for at quiesce().
+    "context" (the default on a CUDA device with 4 or more cores): the imports and the profiler's
+    first start (3-4 s of CUPTI set-up) run whenever; the context and a first kernel (0.2-0.5 s)
+    only in the windows between this worker's measurements: asked for at open_window() and
+    waited for at quiesce(). bench/spare_interference.py on the H200: a 2 ms kernel timed while
+    another process ran the context stage had its 90th percentile 18% slower; under the imports
+    or the profiler's first start, no change. "imports": the profiler's first start waits for a
+    window too. "all": the whole start-up may overlap. "none" (the CPU device, or few cores): one
+    spare, and its whole start-up is waited for at quiesce(). depth() says how many are kept.
     OPENKERNEL_SPARE_OVERLAP overrides the default on CUDA devices."""
 
     def __init__(self) -> None:
@@ -368,8 +372,20 @@ class SparePool:
             cores = os.cpu_count() or 1
         if not device.startswith("cuda") or cores < 4:
             return "none"
-        mode = os.environ.get("OPENKERNEL_SPARE_OVERLAP", "imports")
-        return mode if mode in SPARE_OVERLAP_MODES else "imports"
+        mode = os.environ.get("OPENKERNEL_SPARE_OVERLAP", "context")
+        return mode if mode in SPARE_OVERLAP_MODES else "context"
+
+    @staticmethod
+    def depth(mode: str) -> int:
+        """Spares kept: one for "none"; otherwise OPENKERNEL_SPARES (1-6), by default two, or
+        three for "context", where an evaluation with a ready spare takes about 3 s on the H200
+        and a spare's whole start-up about 9 s (imports, context, the profiler's first start)."""
+        if mode == "none":
+            return 1
+        try:
+            return max(1, min(6, int(os.environ["OPENKERNEL_SPARES"])))
+        except (KeyError, ValueError):
+            return 3 if mode == "context" else 2
 
     def take(self, key: tuple[Any, ...]) -> "CandidateProcess | None":
         """The oldest live spare for `key`, or None; spares for another key are dropped."""
@@ -390,7 +406,7 @@ class SparePool:
             self.clear()
             self.key = key
         mode = self.overlap(device)
-        while len(self.procs) < (1 if mode == "none" else 2):
+        while len(self.procs) < self.depth(mode):
             try:
                 self.procs.append(start(mode in ("imports", "context"), mode == "context"))
             except Exception:  # noqa: BLE001
@@ -415,9 +431,10 @@ class SparePool:
             DYING.pop(0)
         mode = self.overlap(device)
         for proc in list(self.procs):
+            proc.cpu_ready()  # reads the warm replies that have come
             if mode == "all" or (mode in ("imports", "context") and not proc.gpu_in_flight()):
                 continue
-            reply, _ = proc.wait_warm(timeout_s)
+            reply, _ = proc.wait_warm(timeout_s, device_only=mode == "context")
             if reply is None:
                 self.procs.remove(proc)
                 discard(proc)
@@ -922,16 +939,20 @@ class Evaluation:
         # to back, and decides whether rested blocks follow (alternating with back-to-back ones).
         ref_times: dict[str, list[float]] = {"b2b": [], "rest": []}
         cand_times: dict[str, list[float]] = {"b2b": [], "rest": []}
-        walls: dict[str, list[tuple[float, float, int]]] = {"b2b": [], "rest": []}
+        walls: dict[str, list[tuple[float, float, int, float]]] = {"b2b": [], "rest": []}
         rested = False
-        idle_ref = idle_cand = 0.0
+        idle_us = 0.0  # the rested gap, the same for both sides (from the reference's median)
         deadline = time.monotonic() + opts.timing_budget_s
         blocks = checked = 0
         while True:
+            # Both series need enough samples (the back-to-back one carries the checks); the
+            # reported one's relative standard errors decide; the cap counts both.
             series = "rest" if rested else "b2b"  # the series the result will report
+            total = len(cand_times["b2b"]) + len(cand_times["rest"])
             final = (time.monotonic() >= deadline
-                     or len(cand_times[series]) + pool_size > opts.max_timing_samples
-                     or (len(cand_times[series]) >= opts.min_timing_samples
+                     or total + pool_size > opts.max_timing_samples
+                     or (all(len(cand_times[k]) >= opts.min_timing_samples
+                             for k in (("b2b", "rest") if rested else ("b2b",)))
                          and timing.relative_stderr(ref_times[series]) < opts.target_rse
                          and timing.relative_stderr(cand_times[series]) < opts.target_rse))
             kind = "rest" if rested and blocks % 2 == 1 else "b2b"
@@ -940,7 +961,7 @@ class Evaluation:
                 refresh_inputs(entry, self.ref.module, seed, self.device)
             times, _, ref_outs = timing.time_block(
                 ref_model, pool, pool_size, self.device, flush, keep_outputs=True,
-                idle_us=idle_ref if kind == "rest" else 0.0)
+                idle_us=idle_us if kind == "rest" else 0.0)
             ref_times[kind] += times
             reply = self._ask({"op": "refresh", "seeds": seeds}, "refreshing timing inputs")
             if reply is None or not reply.get("ok"):
@@ -949,7 +970,7 @@ class Evaluation:
                 return
             request: dict[str, Any] = {"op": "time"}
             if kind == "rest":
-                request["idle_us"] = idle_cand
+                request["idle_us"] = idle_us
             cpu_before = timing.tree_cpu_us(cand_pids)
             sent = time.monotonic()
             reply = self._ask(request, "a timed run")
@@ -967,10 +988,14 @@ class Evaluation:
                 self.out.flag("timer_mismatch", "the candidate process returned malformed timings",
                               reject=True)
                 return
-            if kind == "rest" and not self._check_rests(outside_us, got, rests, idle_cand):
+            if kind == "rest" and not self._check_rests(outside_us, got, rests, idle_us):
                 return
             cand_times[kind] += [float(t) for t in got]
-            walls[kind].append((outside_us, float(sum(got)) + float(sum(rests)), pool_size))
+            # A rested block's outside time also holds its gaps: expected, but not part of the
+            # claimed time that the proportional allowance grows with (each gap counted at most
+            # twice the length asked for, whatever the candidate reports).
+            gaps = float(sum(min(float(r), 2.0 * idle_us) for r in rests))
+            walls[kind].append((outside_us, float(sum(got)), pool_size, gaps))
             blocks += 1
             if final or blocks == 1 or self.rng.random() < 0.2:
                 checked += 1
@@ -980,10 +1005,9 @@ class Evaluation:
                 if not self._check_timed_outputs(reply.get("outputs"), ref_outs, blocks):
                     break
             del ref_outs
-            if blocks == 1 and self._rested_wanted(ref_times["b2b"], cand_times["b2b"]):
+            if blocks == 1 and self._rested_wanted(ref_times["b2b"]):
                 rested = True
-                idle_ref = timing.rest_gap_us(statistics.median(ref_times["b2b"]))
-                idle_cand = timing.rest_gap_us(statistics.median(cand_times["b2b"]))
+                idle_us = timing.rest_gap_us(statistics.median(ref_times["b2b"]))
                 continue  # the decision was made on one block: time the rested series too
             if final:
                 break
@@ -997,7 +1021,7 @@ class Evaluation:
                                 "flush_us": flush_us}
         series = "b2b"
         if rested:
-            series = self._rested_verdict(info, ref_times, cand_times, idle_ref, idle_cand,
+            series = self._rested_verdict(info, ref_times, cand_times, idle_us,
                                           len(walls["rest"]))
         self.result["runtime_us"] = timing.stats(cand_times[series])
         self.result["ref_runtime_us"] = timing.stats(ref_times[series])
@@ -1011,55 +1035,67 @@ class Evaluation:
         self.result["timing"] = info
         self._ask({"op": "release"}, "releasing outputs")
 
-    def _rested_wanted(self, ref_b2b: list[float], cand_b2b: list[float]) -> bool:
+    def _rested_wanted(self, ref_b2b: list[float]) -> bool:
         """Rested timing (timing.time_block's idle_us) for CUDA, when asked ("on") or, by default
-        ("auto"), when the slower side's back-to-back median reaches REST_AUTO_US: there a
-        power-limited kernel slows under sustained load (an 8192^3 bf16 matmul on the H200:
-        1.16x ncu's time back to back, CV 5.4%; rested 1.003x, CV 0.1%)."""
+        ("auto"), when the reference's back-to-back median in the first block reaches
+        REST_AUTO_US: there a power-limited kernel slows under sustained load (an 8192^3 bf16
+        matmul on the H200: 1.16x ncu's time back to back, CV 5.4%; rested 1.003x, CV 0.1%).
+        Decided on the reference alone, as `openkernel baseline` does, so the candidate cannot
+        ask for it by being slow in the first block."""
         mode = self.opts.rested
-        if mode == "off" or not self.device.startswith("cuda") or not ref_b2b or not cand_b2b:
+        if mode == "off" or not self.device.startswith("cuda") or not ref_b2b:
             return False
-        return mode == "on" or max(statistics.median(ref_b2b),
-                                   statistics.median(cand_b2b)) >= REST_AUTO_US
+        return mode == "on" or statistics.median(ref_b2b) >= REST_AUTO_US
 
     def _check_rests(self, outside_us: float, got: list[float], rests: list[float],
                      idle_us: float) -> bool:
-        """A rested block's gaps must have happened: skipping them would leave room in the
-        block's wall time for work hidden from the events."""
+        """A rested block's gaps must have happened, each at least half as long as asked:
+        skipping them would leave room in the block's wall time for work hidden from the
+        events."""
         n = len(got)
-        if sum(rests) < 0.5 * n * idle_us or outside_us < sum(got) + 0.5 * n * idle_us:
+        short = sum(1 for r in rests if r < 0.5 * idle_us)
+        if short or outside_us < sum(got) + 0.5 * n * idle_us:
             self.out.flag("timer_mismatch", f"the candidate's rested block took "
-                          f"{outside_us / 1e3:.2f} ms with {sum(rests) / 1e3:.2f} ms of gaps "
-                          f"for {n} calls of {statistics.median(got):.1f} us, but {n} gaps of "
-                          f"{idle_us:.1f} us were asked for: the harness was changed",
+                          f"{outside_us / 1e3:.2f} ms for {n} calls it timed at "
+                          f"{sum(got) / 1e3:.2f} ms, with {short} of its {n} gaps shorter than "
+                          f"half the {idle_us:.1f} us asked for: the harness was changed",
                           reject=True)
             return False
         return True
 
     def _rested_verdict(self, info: dict[str, Any], ref_times: dict[str, list[float]],
-                        cand_times: dict[str, list[float]], idle_ref: float, idle_cand: float,
+                        cand_times: dict[str, list[float]], idle_us: float,
                         rest_blocks: int) -> str:
-        """Which series the result reports. The rested one, unless the candidate is much faster
-        rested than back to back (more than power throttling explains; REST_MIN_RATIO): work that
+        """Which series the result reports. The rested one, unless the candidate gains more from
+        the rest than power throttling explains: its rested / back-to-back median ratio must be
+        at least REST_MIN_RATIO and at most REST_REF_SLACK below the reference's. Work that
         escapes the events only when the device idles between calls would look like that, so
-        then both sides' back-to-back figures stand, with a flag."""
+        then both sides' back-to-back figures stand, with the flag rested_gap. A rested median
+        of zero is a lie (timer_mismatch)."""
         def med(xs: list[float]) -> float | None:
             return statistics.median(xs) if xs else None
 
         c_rest, c_b2b = med(cand_times["rest"]), med(cand_times["b2b"])
         r_rest, r_b2b = med(ref_times["rest"]), med(ref_times["b2b"])
-        ratio = c_rest / c_b2b if c_rest and c_b2b else None
-        ref_ratio = r_rest / r_b2b if r_rest and r_b2b else None
-        rest = {"ok": False, "idle_us": idle_cand, "ref_idle_us": idle_ref,
-                "blocks": rest_blocks, "ratio": ratio, "ref_ratio": ref_ratio, "reason": None,
+        ratio = c_rest / c_b2b if c_rest is not None and c_b2b else None
+        ref_ratio = r_rest / r_b2b if r_rest is not None and r_b2b else None
+        rest = {"ok": False, "idle_us": idle_us, "blocks": rest_blocks, "ratio": ratio,
+                "ref_ratio": ref_ratio, "reason": None,
                 "back_to_back": {"runtime_us": timing.stats(cand_times["b2b"]),
                                  "ref_runtime_us": timing.stats(ref_times["b2b"])}}
         info["rested"] = rest
-        if not cand_times["rest"] or not ref_times["rest"]:
+        if c_rest is None or r_rest is None:
             rest["reason"] = "no rested block finished within the timing budget"
             return "b2b"
-        if ratio is not None and ratio < REST_MIN_RATIO:
-            rest["reason"] = (f"rested {ratio:.2f}x of back to back, below {REST_MIN_RATIO}")
+        if c_rest <= 0:
+            rest["reason"] = "the candidate's rested median is zero"
+            self.out.flag("timer_mismatch", "the candidate's rested calls took no time by its own "
+                          "events: a patched timer or work moved out of the timed call",
+                          reject=True)
+            return "b2b"
+        floor = max(REST_MIN_RATIO, (ref_ratio or 1.0) - REST_REF_SLACK)
+        if ratio is not None and ratio < floor:
+            rest["reason"] = f"rested {ratio:.2f}x of back to back, below {floor:.2f}"
             self.out.flag("rested_gap", f"with an idle gap before each call the candidate takes "
                           f"{c_rest:.1f} us, {ratio:.2f}x its back-to-back time ({c_b2b:.1f} us; "
                           f"the reference: {ref_ratio or 0:.2f}x): more than power throttling "
@@ -1328,13 +1364,13 @@ class Evaluation:
         return time_compiled(ref_model, self.ref.module, self.device, self.rng, mode, budget,
                              self.opts)
 
-    def _cpu_check(self, walls: list[tuple[float, float, int]], cpu_us: float) -> None:
+    def _cpu_check(self, walls: list[tuple[float, ...]], cpu_us: float) -> None:
         """CPU candidates: the CPU time the kernel charged to the candidate's processes (read
         from /proc by this process) cannot exceed what its claimed times allow on its threads.
         The flush's own CPU time grows with memory contention, so a moderate excess is only
         reported; three times the allowance rejects."""
-        claimed = sum(c for _, c, _ in walls)
-        n = sum(k for _, _, k in walls)
+        claimed = sum(w[1] for w in walls)
+        n = int(sum(w[2] for w in walls))
         threads = max(1, self.opts.threads or (os.cpu_count() or 1))
         allowed = ((claimed * threads * 1.2 + n * (self.flush_cpu_us * 1.5 + 200.0)
                     + len(walls) * 3000.0) * 1.5 + 50_000.0)
@@ -1348,12 +1384,15 @@ class Evaluation:
             self.out.flag("cpu_time_excess", message + " (more than expected; on a busy machine "
                           "the cache flush costs more)", reject=False)
 
-    def _cross_check(self, walls: list[tuple[float, float, int]], flush_us: float,
+    def _cross_check(self, walls: list[tuple[float, ...]], flush_us: float,
                      result_key: str = "wall_check") -> None:
-        """The candidate's own timings against the worker's clock around each block."""
-        outside = sum(w for w, _, _ in walls)
-        claimed = sum(c for _, c, _ in walls)
-        n = sum(k for _, _, k in walls)
+        """The candidate's own timings against the worker's clock around each block. A block is
+        (outside us, claimed us, calls[, gap us]): rested blocks' gaps are expected in the
+        outside time but do not grow the allowance, which is a share of the claimed time."""
+        outside = sum(w[0] for w in walls)
+        claimed = sum(w[1] for w in walls)
+        n = int(sum(w[2] for w in walls))
+        gaps = sum(w[3] if len(w) > 3 else 0.0 for w in walls)
         # Outside time also holds the request round trip, flushes and launch overhead.
         per_block = 3.0 * getattr(self, "ping_us", 0.0) + 1000.0
         allowance = len(walls) * per_block + n * (flush_us * 1.5 + 100.0) + 0.25 * claimed
@@ -1361,17 +1400,18 @@ class Evaluation:
             # The CPU-time check is the precise one there; wall time only catches gross escapes,
             # since a busy machine stretches it.
             allowance = 3.0 * (claimed + allowance)
-        if claimed > outside * 1.05 + 1000:
-            self.out.flag("timer_mismatch", f"the candidate's timings ({claimed / 1e3:.1f} ms) "
-                          f"exceed the wall time measured outside it ({outside / 1e3:.1f} ms)",
-                          reject=True)
-        elif outside > claimed + allowance:
+        if claimed + gaps > outside * 1.05 + 1000:
+            self.out.flag("timer_mismatch", f"the candidate's timings ({claimed / 1e3:.1f} ms"
+                          f"{f' and {gaps / 1e3:.1f} ms of gaps' if gaps else ''}) exceed the wall "
+                          f"time measured outside it ({outside / 1e3:.1f} ms)", reject=True)
+        elif outside > claimed + gaps + allowance:
             self.out.flag("timer_mismatch", f"wall time measured outside the candidate "
                           f"({outside / 1e3:.1f} ms for {n} runs) is far above its own timings "
-                          f"({claimed / 1e3:.1f} ms): work escaping the timer (another stream, a "
-                          f"thread) or a patched timer", reject=True)
+                          f"({claimed / 1e3:.1f} ms{f' and {gaps / 1e3:.1f} ms of gaps' if gaps else ''}): "
+                          f"work escaping the timer (another stream, a thread) or a patched timer",
+                          reject=True)
         self.result[result_key] = {"claimed_us": claimed, "outside_us": outside, "runs": n,
-                                   "allowance_us": allowance,
+                                   "gaps_us": gaps, "allowance_us": allowance,
                                    "ping_us": getattr(self, "ping_us", None)}
 
     def _finish(self, wall_s: float) -> dict[str, Any]:

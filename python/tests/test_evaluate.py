@@ -234,11 +234,10 @@ def test_profiler_stage_of_its_own_is_not_in_flight(tmp_path) -> None:
             assert time.monotonic() < deadline, proc.log_tail()
             time.sleep(0.05)
         proc.start_gpu()
-        assert proc._pending == ["gpu", "profiler"]
-        while proc.gpu_in_flight():
-            assert time.monotonic() < deadline, proc.log_tail()
-            proc.cpu_ready()  # reads the replies that have come
-            time.sleep(0.01)
+        assert proc._pending == ["gpu", "profiler"] and proc.gpu_in_flight()
+        # What quiesce() waits for in "context" mode: the device stage, not the profiler's.
+        assert proc.wait_warm(60, device_only=True) == ({"ok": True}, "")
+        assert not proc.gpu_in_flight() and "cuda_context" not in proc.warm_seconds  # CPU
         assert proc.wait_warm(60) == ({"ok": True}, "")
         assert "profiler_start" in proc.warm_seconds and not proc._pending
     finally:
@@ -249,10 +248,17 @@ def test_context_overlap_pool_starts_spares_with_the_profiler_anytime(
         tiny_reference: str, write, monkeypatch) -> None:
     from openkernel_worker import evaluate as ev
 
+    assert ev.SparePool.depth("none") == 1 and ev.SparePool.depth("imports") == 2
+    monkeypatch.setenv("OPENKERNEL_SPARES", "5")
+    assert ev.SparePool.depth("context") == 5 and ev.SparePool.depth("none") == 1
+    monkeypatch.setenv("OPENKERNEL_SPARES", "many")
+    assert ev.SparePool.depth("context") == 3
+    monkeypatch.delenv("OPENKERNEL_SPARES")
+
     monkeypatch.setattr(ev.SparePool, "overlap", staticmethod(lambda device: "context"))
     try:
         run(tiny_reference, write("a.py", CORRECT), spare=True)
-        assert len(ev.SPARE.procs) == 2
+        assert len(ev.SPARE.procs) == 3  # a spare's start-up takes about three evaluations
         assert all(p._profiler_anytime for p in ev.SPARE.procs)
         r = run(tiny_reference, write("b.py", CORRECT), spare=True)
         assert r["verdict"] == "correct" and r["candidate_process"] == "spare"

@@ -121,7 +121,7 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--rested", o->rested,
                   "Rested timing on CUDA, an idle gap as long as the call before each timed call "
-                  "(power-limited kernels are not timed throttled): auto (when either side's "
+                  "(power-limited kernels are not timed throttled): auto (when the reference's "
                   "median is 100 us or more), on, off (default auto)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--compile-baseline", o->compile_baseline,

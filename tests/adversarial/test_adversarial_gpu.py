@@ -29,6 +29,9 @@ CASES: dict[str, tuple[str, set[str], set[str]]] = {
     # The 1 GiB ReLU takes ~600 us, so rested timing (an idle gap before each call) applies.
     "rest_side_stream": ("cand_rest_side_stream.py", {"rejected", "incorrect"}, set()),
     "rest_skip": ("cand_rest_skip.py", {"rejected"}, {"timer_mismatch"}),
+    "rest_zero": ("cand_rest_zero.py", {"rejected"}, {"timer_mismatch"}),
+    # Hides ~15% in the gaps: flagged, and the back-to-back figures (honest there) are reported.
+    "rest_overlap": ("cand_rest_overlap.py", {"correct", "rejected"}, {"rested_gap"}),
 }
 
 
@@ -46,6 +49,8 @@ def test_case(results: dict[str, dict[str, Any]], name: str) -> None:
     r = results[name]
     assert r["verdict"] in verdicts, (name, r["verdict"], r["reasons"])
     assert flags <= set(r["flags"]), (name, r["flags"], r["reasons"])
+    if "rested_gap" in flags:  # the figures reported are the back-to-back ones
+        assert r["timing"]["mode"] == "events" and not r["timing"]["rested"]["ok"], r["timing"]
 
 
 def test_honest_long_kernel_is_timed_rested(results: dict[str, dict[str, Any]]) -> None:
@@ -56,6 +61,7 @@ def test_honest_long_kernel_is_timed_rested(results: dict[str, dict[str, Any]]) 
     assert t["mode"] == "events_rested", t
     rest = t["rested"]
     assert rest["ok"] and rest["blocks"] >= 1 and rest["idle_us"] > 100, rest
+    assert r["runtime_us"]["n"] >= 10 and rest["back_to_back"]["runtime_us"]["n"] >= 10, rest
     assert 0.9 < rest["ratio"] < 1.1 and 0.9 < rest["ref_ratio"] < 1.1, rest
     assert r["rested_wall_check"]["runs"] >= 1 and r["wall_check"]["runs"] >= 1
 

@@ -67,12 +67,14 @@ PY
       done
       ;;
     modes)
-      for mode in imports context; do
-        echo "## relu_triton, a new source each time: warm worker, spare overlap $mode"
-        OPENKERNEL_SPARE_OVERLAP=$mode python3 bench/warm_worker.py \
+      # MODES: overlap:spares pairs (default: the old default and the new one)
+      for m in ${MODES:-imports:2 context:3}; do
+        IFS=: read -r mode spares <<<"$m"
+        echo "## relu_triton, a new source each time: warm worker, spare overlap $mode, $spares spares"
+        OPENKERNEL_SPARE_OVERLAP=$mode OPENKERNEL_SPARES=$spares python3 bench/warm_worker.py \
           --reference $KB/level1/19_ReLU.py --backend triton --candidate $C/relu_triton.py \
           --repeat 6 --unique --cache-dir "$(mktemp -d /tmp/okwarm.XXXXXX)" \
-          --json "$OUT/warm_relu_unique_$mode.json"
+          --json "$OUT/warm_relu_unique_${mode}_$spares.json"
       done
       ;;
     interference)
