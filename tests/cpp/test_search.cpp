@@ -193,6 +193,45 @@ TEST(Planner, APairMoveFollowsThePriorsWholePointOrder) {
   EXPECT_TRUE(pair) << "the pair intent is the tree's record of the move";
 }
 
+// The H200 RMSNorm case: a reduction tile that comes early on its axis exists only on points the
+// proposer ranks low and two axes away (another mode). Under a memory-bound diagnosis, which
+// boosts that axis, the engine still takes the prior's second point: a move's prior is the rank
+// of the point that would test it, not its value's rank on the axis.
+TEST(Planner, AMovesPriorIsTheRankOfThePointThatTestsIt) {
+  std::vector<json> pts;
+  auto point = [](int tile, int warps, int red, const char* mode) {
+    return json{{"k-row", {{"BLOCK_J", tile}, {"num_warps", warps}, {"BLOCK_R", red},
+                           {"mode", mode}}},
+                {"pattern", "row:mean"}};
+  };
+  pts.push_back(point(32, 4, 64, "tile"));
+  pts.push_back(point(64, 8, 64, "tile"));  // the optimum, two axes away
+  pts.push_back(point(64, 4, 8, "loop"));   // BLOCK_R=8 is second on its axis...
+  for (int tile : {16, 128})
+    for (int warps : {2, 16}) pts.push_back(point(tile, warps, 64, "tile"));
+  for (int warps : {2, 8}) pts.push_back(point(32, warps, 32, "loop"));
+  pts.push_back(point(32, 4, 8, "loop"));  // ...but its test from the start is ranked last
+  search::TemplateSpace space(pts);
+  search::SearchParams params;
+  params.diagnosis_weight = 1.0;
+  search::Planner p(search::Policy::kEngine, params, space, 1, "rank");
+  std::vector<size_t> tried;
+  for (int n = 1; n <= 2; ++n) {
+    auto d = p.next();
+    ASSERT_TRUE(d && d->point);
+    tried.push_back(*d->point);
+    search::Observation o;
+    o.attempt = n;
+    o.evaluated = o.correct = true;
+    o.verdict = "correct";
+    o.speedup = *d->point == 1 ? 3.0 : 2.7;
+    o.point = d->point;
+    o.bottleneck = "memory";
+    p.observe(*d, o);
+  }
+  EXPECT_EQ(tried, (std::vector<size_t>{0, 1}));
+}
+
 // A wrong two-axis move condemns the value no correct point had, not the one seen correct.
 TEST(Planner, AWrongPairMovePrunesOnlyTheNewValue) {
   std::vector<json> pts;
