@@ -242,6 +242,11 @@ class CandidateState:
         pool = self.graph_pool if req.get("pool") == "graph" else self.pool
         for entry, seed in zip(pool, req["seeds"]):
             refresh_inputs(entry, self.reference.module, int(seed), self.device)
+        if self.device.startswith("cuda"):
+            # Lines a persisting-L2 window kept survive the cache flush: cleared before every
+            # timed block or replay (a refresh precedes each). Here rather than in the timed
+            # request, whose outside wall time the worker checks: it can cost milliseconds.
+            integrity.reset_persisting_l2()
         timing.synchronize(self.device)
         return {"ok": True}
 
@@ -249,8 +254,6 @@ class CandidateState:
         """Runs each pool entry once and keeps every output; whether they are checked is decided
         by the worker after the reply. `idle_us` > 0 asks for rested timing (timing.time_block);
         the gaps' own times come back in `rest_us`."""
-        if self.device.startswith("cuda"):
-            integrity.reset_persisting_l2()
         idle_us = float(req.get("idle_us") or 0.0) if self.device.startswith("cuda") else 0.0
         rests: list[float] = []
         try:
@@ -289,8 +292,6 @@ class CandidateState:
         if self.graph is None:
             return {"ok": False, "phase": "graph_time", "error_type": "NoGraph",
                     "message": "no graph was captured"}
-        if self.device.startswith("cuda"):
-            integrity.reset_persisting_l2()
         try:
             graph_us, wall_us = self.graph.replay(self.flush)
         except BaseException as e:  # noqa: BLE001
