@@ -7,7 +7,8 @@ only their stage without device work (imports) overlap its timing. This measures
 would do to the evaluator's own timing (timing.time_block, L2 flush, CUDA events) of a long and a
 short kernel: blocks are timed back to back while (a) nothing else runs, (b) another process runs
 the "cpu" warm stage (torch's and Triton's imports), (c) another process runs the "gpu" stage (CUDA
-context, a first kernel), (d) another process runs the "profiler" stage (the profiler's first start).
+context, a first kernel), (d) another process runs the "profiler" stage (the profiler's first
+start).
 Prints, per kernel and condition, the median
 and the 90th percentile of the per-call times and their ratios to the quiet condition's.
 """

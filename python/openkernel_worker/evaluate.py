@@ -36,7 +36,7 @@ BACKENDS = ("cpu", "cuda", "triton")
 CUDA_GRAPH_MODES = ("auto", "on", "off")
 GRAPH_AUTO_US = 50.0  # cuda_graph "auto": graph timing when the eager candidate median is below
 REST_MODES = ("auto", "on", "off")
-REST_AUTO_US = 100.0  # rested "auto": rested timing when the slower side's median reaches this
+REST_AUTO_US = 100.0  # rested "auto": rested timing when the reference's median reaches this
 REST_MIN_RATIO = 0.8  # rested / back-to-back median of the candidate below this, or below the
 # reference's ratio less REST_REF_SLACK: flag rested_gap and report back to back (the 8192^3 bf16
 # matmul, throttled back to back, measured 0.86; a memory-bound kernel 1.00)
@@ -79,7 +79,7 @@ class Options:
     cuda_graph: str = "auto"  # time by CUDA-graph replay: auto (eager median < 50 us), on, off
     compile_baseline: bool = False  # also time torch.compile(reference)
     spare: bool = False  # afterwards, start the next candidate processes ahead of time (SparePool)
-    rested: str = "auto"  # rested timing on CUDA: auto (a side's median >= 100 us), on, off
+    rested: str = "auto"  # rested timing on CUDA: auto (the reference's median >= 100 us), on, off
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
@@ -356,12 +356,12 @@ class SparePool:
     profiler's first start (3-4 s of CUPTI set-up) runs whenever. bench/spare_interference.py on
     the H200: a 2 ms kernel timed while another process ran the context stage had its 90th
     percentile 18% slower; under the imports or the profiler's first start its event times did
-    not move. But in the H200 search landscape run under "context", 4 of 64 honest evaluations of
-    2-3 ms kernels (one call per block) failed the outside wall-clock check by 0.1-0.3 ms per
-    block, where the run before (under "imports", without rested timing) had none: until the
-    host-side effects of an overlapping profiler start are measured, "context" is opt-in. "all": the whole start-up may
-    overlap. "none" (the CPU device, or few cores): one spare, and its whole start-up is waited
-    for at quiesce(). depth() says how many are kept.
+    not move. But in the H200 search landscape run under "context", 4 of 64 honest evaluations
+    of 2-3 ms kernels (one call per block) failed the outside wall-clock check, by up to 0.4 ms
+    per block, where the run before (under "imports", without rested timing) had none: until the
+    host-side effects of an overlapping profiler start are measured, "context" is opt-in. "all":
+    the whole start-up may overlap. "none" (the CPU device, or few cores): one spare, and its
+    whole start-up is waited for at quiesce(). depth() says how many are kept.
     OPENKERNEL_SPARE_OVERLAP overrides the default on CUDA devices."""
 
     def __init__(self) -> None:
@@ -406,8 +406,9 @@ class SparePool:
         return None
 
     def fill(self, key: tuple[Any, ...], device: str, start: Any) -> None:
-        """Starts spares with start(gpu_later, profiler_anytime) until the pool holds its depth; a failure is left
-        for the evaluation that would have used the spare to meet and report."""
+        """Starts spares with start(gpu_later, profiler_anytime) until the pool holds its depth;
+        a failure is left for the evaluation that would have used the spare to meet and
+        report."""
         if self.key != key:
             self.clear()
             self.key = key
