@@ -120,9 +120,9 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "off (default auto)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--rested", o->rested,
-                  "Rested timing on CUDA, an idle gap as long as the call before each timed call "
-                  "(power-limited kernels are not timed throttled): auto (when the reference's "
-                  "median is 100 us or more), on, off (default auto)")
+                  "Rested timing on CUDA: before each timed call an idle gap as long as the "
+                  "reference's call, so power-limited kernels are not timed throttled: auto (when "
+                  "the reference's median is 100 us or more), on, off (default auto)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--compile-baseline", o->compile_baseline,
                 "Also time torch.compile(reference) and report speedup_compile");
