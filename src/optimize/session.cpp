@@ -551,8 +551,7 @@ class Loop {
     req.no_sandbox = o_.no_sandbox;
     req.spare = true;  // the session's next evaluation starts without waiting for a process
     // The torch.compile baseline once per session, on the GPU (docs/optimize.md).
-    if (o_.compile_baseline && o_.backend != "cpu" && !out_.compile_runtime_us &&
-        !asked_compile_) {
+    if (o_.compile_baseline && o_.backend != "cpu" && !out_.compile_runtime_us && !asked_compile_) {
       req.compile_baseline = true;
       asked_compile_ = true;
     }

@@ -163,7 +163,7 @@ class Planner {
     double gain = 0;  // sum of log gains
   };
   std::vector<AxisStats> axis_stats_;
-  AxisStats pair_stats_;  // the two-axis moves along the prior
+  AxisStats pair_stats_;    // the two-axis moves along the prior
   std::vector<int> trend_;  // per axis: +1 / -1 the last improving move's direction, 0 none
   std::vector<std::pair<size_t, nlohmann::json>> pruned_values_;
   std::set<std::pair<size_t, std::string>> seen_correct_;  // (axis, value dump) of correct points

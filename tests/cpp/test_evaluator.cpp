@@ -24,8 +24,8 @@ TEST(EvalRequestJson, TimingModesAreSentOnlyWhenNotAuto) {
 TEST(EvalReport, NamesTheTimingMethod) {
   json r = {{"verdict", "correct"},
             {"speedup", 1.25},
-            {"runtime_us", {{"median", 800.0}, {"mean", 801.0}, {"stderr", 1.0}, {"min", 790.0},
-                            {"n", 40}}},
+            {"runtime_us",
+             {{"median", 800.0}, {"mean", 801.0}, {"stderr", 1.0}, {"min", 790.0}, {"n", 40}}},
             {"ref_runtime_us", json(nullptr)},
             {"max_abs_error", 0.0},
             {"max_rel_error", 0.0},

@@ -188,8 +188,7 @@ TEST(Planner, APairMoveFollowsThePriorsWholePointOrder) {
   }
   EXPECT_EQ(tried, (std::vector<size_t>{0, 1}));
   bool pair = false;
-  for (const auto& i : p.intents())
-    pair |= i.action.contains("pair") && i.status == "succeeded";
+  for (const auto& i : p.intents()) pair |= i.action.contains("pair") && i.status == "succeeded";
   EXPECT_TRUE(pair) << "the pair intent is the tree's record of the move";
 }
 
@@ -200,9 +199,9 @@ TEST(Planner, APairMoveFollowsThePriorsWholePointOrder) {
 TEST(Planner, AMovesPriorIsTheRankOfThePointThatTestsIt) {
   std::vector<json> pts;
   auto point = [](int tile, int warps, int red, const char* mode) {
-    return json{{"k-row", {{"BLOCK_J", tile}, {"num_warps", warps}, {"BLOCK_R", red},
-                           {"mode", mode}}},
-                {"pattern", "row:mean"}};
+    return json{
+        {"k-row", {{"BLOCK_J", tile}, {"num_warps", warps}, {"BLOCK_R", red}, {"mode", mode}}},
+        {"pattern", "row:mean"}};
   };
   pts.push_back(point(32, 4, 64, "tile"));
   pts.push_back(point(64, 8, 64, "tile"));  // the optimum, two axes away
@@ -236,12 +235,12 @@ TEST(Planner, AMovesPriorIsTheRankOfThePointThatTestsIt) {
 TEST(Planner, AWrongPairMovePrunesOnlyTheNewValue) {
   std::vector<json> pts;
   auto point = [](int tile, bool fast) {
-    return json{{"k-row", {{"BLOCK_J", tile}}}, {"k-pw", {{"fast_math", fast}}},
-                {"pattern", "row:mean"}};
+    return json{
+        {"k-row", {{"BLOCK_J", tile}}}, {"k-pw", {{"fast_math", fast}}}, {"pattern", "row:mean"}};
   };
   pts.push_back(point(32, false));
   pts.push_back(point(64, false));
-  pts.push_back(point(128, true));   // pair from 64: tile 128 (new) and fast_math (new)
+  pts.push_back(point(128, true));  // pair from 64: tile 128 (new) and fast_math (new)
   pts.push_back(point(32, true));
   pts.push_back(point(128, false));
   search::TemplateSpace space(pts);
