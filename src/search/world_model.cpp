@@ -175,6 +175,13 @@ std::optional<size_t> Planner::pure_move(size_t a, const json& v) const {
   return std::nullopt;
 }
 
+std::optional<size_t> Planner::near_move(size_t a, const json& v) const {
+  const size_t from = best_point_.value_or(0);
+  auto q = space_.neighbour(from, a, v, excluded());
+  if (q && space_.distance(from, *q) <= 2) return q;
+  return std::nullopt;
+}
+
 double Planner::axis_score(size_t a, const json& v) const {
   const Axis& ax = space_.axes()[a];
   const auto& st = axis_stats_[a];
@@ -187,10 +194,7 @@ double Planner::axis_score(size_t a, const json& v) const {
   // reduction tile second on its axis, first met at point 22 of 39), else the value's rank.
   double prior = 0;
   std::optional<size_t> tester = pure_move(a, v);
-  if (!tester) {
-    auto q = space_.neighbour(best_point_.value_or(0), a, v, excluded());
-    if (q && space_.distance(best_point_.value_or(0), *q) <= 2) tester = q;
-  }
+  if (!tester) tester = near_move(a, v);
   if (tester) {
     prior =
         kPriorWeight * (1.0 - static_cast<double>(*tester) / static_cast<double>(space_.size()));
@@ -316,11 +320,7 @@ std::optional<Direction> Planner::realise(Intent& i) {
         }
         if (!bad_.count(q)) p = q;
       }
-      // No such point (the shapes rule that combination out): the nearest untried one.
-      if (!p) {
-        auto q = space_.neighbour(from, *a, v, ex);
-        if (q && space_.distance(from, *q) <= 2) p = q;
-      }
+      if (!p) p = near_move(*a, v);
     }
   }
   if (!p) return std::nullopt;

@@ -135,6 +135,9 @@ class Planner {
   double axis_score(size_t a, const nlohmann::json& v) const;
   // The best-prior untried point that changes only axis `a` of the best point, to `v`.
   std::optional<size_t> pure_move(size_t a, const nlohmann::json& v) const;
+  // Where no one-axis point has value v on axis a (the shapes rule it out): the nearest
+  // untried one with it, at most two axes from the best point; what realise() evaluates then.
+  std::optional<size_t> near_move(size_t a, const nlohmann::json& v) const;
   // The best-prior untried point that changes exactly two axes of the best point, its score,
   // and the base's one open intent that tries it.
   std::optional<size_t> prior_pair_move() const;
