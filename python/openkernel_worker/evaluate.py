@@ -349,19 +349,17 @@ class SparePool:
     never shared between evaluations.
 
     Start-up must not disturb a measurement. How much of it may overlap one is `overlap()`:
-    "imports" (the default on a CUDA device with 4 or more cores): the imports run whenever; the
-    device stages (the context and a first kernel, then the profiler's first start) only in the
-    windows between this worker's measurements: asked for at open_window() and waited for at
-    quiesce(). "context": only the context and first kernel (0.2-0.5 s) wait for a window, the
-    profiler's first start (3-4 s of CUPTI set-up) runs whenever. bench/spare_interference.py on
-    the H200: a 2 ms kernel timed while another process ran the context stage had its 90th
-    percentile 18% slower; under the imports or the profiler's first start its event times did
-    not move. But in the H200 search landscape run under "context", 4 of 64 honest evaluations
-    of 2-3 ms kernels (one call per block) failed the outside wall-clock check, by up to 0.4 ms
-    per block, where the run before (under "imports", without rested timing) had none: until the
-    host-side effects of an overlapping profiler start are measured, "context" is opt-in. "all":
-    the whole start-up may overlap. "none" (the CPU device, or few cores): one spare, and its
-    whole start-up is waited for at quiesce(). depth() says how many are kept.
+    "context" (the default on a CUDA device with 4 or more cores): the imports and the
+    profiler's first start (3-4 s of CUPTI set-up) run whenever; only the CUDA context and a first
+    kernel (0.2-0.5 s) wait for the windows between this worker's measurements: asked for at
+    open_window() and waited for at quiesce(). bench/spare_interference.py on the H200: a 2 ms
+    kernel timed while another process ran the context stage had its 90th percentile 18% slower;
+    under the imports or the profiler's first start its event times did not move, and in an H200
+    search-landscape run under "context" (62 evaluations of 1-3 ms kernels) no honest evaluation
+    came near the outside wall-clock check. "imports": the profiler's first start waits for a
+    window too (fewer, slower spares). "all": the whole start-up may overlap. "none" (the CPU
+    device, or few cores): one spare, and its whole start-up is waited for at quiesce(). depth()
+    says how many are kept.
     OPENKERNEL_SPARE_OVERLAP overrides the default on CUDA devices."""
 
     def __init__(self) -> None:
@@ -377,8 +375,8 @@ class SparePool:
             cores = os.cpu_count() or 1
         if not device.startswith("cuda") or cores < 4:
             return "none"
-        mode = os.environ.get("OPENKERNEL_SPARE_OVERLAP", "imports")
-        return mode if mode in SPARE_OVERLAP_MODES else "imports"
+        mode = os.environ.get("OPENKERNEL_SPARE_OVERLAP", "context")
+        return mode if mode in SPARE_OVERLAP_MODES else "context"
 
     @staticmethod
     def depth(mode: str) -> int:

@@ -244,6 +244,23 @@ def test_profiler_stage_of_its_own_is_not_in_flight(tmp_path) -> None:
         ev.discard(proc)
 
 
+def test_spare_overlap_mode_defaults_to_context_on_cuda_hosts(monkeypatch) -> None:
+    from openkernel_worker import evaluate as ev
+
+    monkeypatch.delenv("OPENKERNEL_SPARE_OVERLAP", raising=False)
+    monkeypatch.setattr(ev.os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert ev.SparePool.overlap("cuda") == "context" and ev.SparePool.overlap("cuda:1") == "context"
+    assert ev.SparePool.overlap("cpu") == "none"
+    for mode in ("imports", "all", "none", "context"):
+        monkeypatch.setenv("OPENKERNEL_SPARE_OVERLAP", mode)
+        assert ev.SparePool.overlap("cuda") == mode and ev.SparePool.overlap("cpu") == "none"
+    monkeypatch.setenv("OPENKERNEL_SPARE_OVERLAP", "sometimes")
+    assert ev.SparePool.overlap("cuda") == "context"  # an unknown mode: the default
+    monkeypatch.setattr(ev.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    monkeypatch.setenv("OPENKERNEL_SPARE_OVERLAP", "context")
+    assert ev.SparePool.overlap("cuda") == "none"  # too few cores for anything to overlap
+
+
 def test_context_overlap_pool_starts_spares_with_the_profiler_anytime(
         tiny_reference: str, write, monkeypatch) -> None:
     from openkernel_worker import evaluate as ev

@@ -67,8 +67,8 @@ PY
       done
       ;;
     modes)
-      # MODES: overlap:spares pairs (default: the old default and the new one)
-      for m in ${MODES:-imports:2 context:3}; do
+      # MODES: overlap:spares pairs (default: the old default and the new one, context with 4)
+      for m in ${MODES:-imports:2 context:4}; do
         IFS=: read -r mode spares <<<"$m"
         echo "## relu_triton, a new source each time: warm worker, spare overlap $mode, $spares spares"
         OPENKERNEL_SPARE_OVERLAP=$mode OPENKERNEL_SPARES=$spares python3 bench/warm_worker.py \
