@@ -355,8 +355,9 @@ class SparePool:
     open_window() and waited for at quiesce(). bench/spare_interference.py on the H200: a 2 ms
     kernel timed while another process ran the context stage had its 90th percentile 18% slower;
     under the imports or the profiler's first start its event times did not move, and in an H200
-    search-landscape run under "context" (62 evaluations of 1-3 ms kernels) no honest evaluation
-    came near the outside wall-clock check. "imports": the profiler's first start waits for a
+    search-landscape run under "context" (66 honest evaluations of 1-3 ms kernels) every median
+    block stayed 1.1-2.0 ms under its outside wall-clock allowance (bench/results/
+    h200_wall_check_context.txt). "imports": the profiler's first start waits for a
     window too (fewer, slower spares). "all": the whole start-up may overlap. "none" (the CPU
     device, or few cores): one spare, and its whole start-up is waited for at quiesce(). depth()
     says how many are kept.
