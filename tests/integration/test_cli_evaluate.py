@@ -83,6 +83,7 @@ CASES: dict[str, Case] = {
     "set_unknown_constant": evaluate("cand_correct.py", "--set", "batch_size=4"),
     "set_malformed": evaluate("cand_correct.py", "--set", "rows"),
     "zero_trials": evaluate("cand_correct.py", "--trials", "0"),
+    "rested_unknown": evaluate("cand_correct.py", "--rested", "sometimes"),
     "reference_and_level": evaluate("cand_correct.py", "--level", "1", "--problem", "19"),
     "no_problem": Case(["evaluate", "--candidate", str(FIXTURES / "cand_correct.py"), *QUICK]),
     "kernelbench_missing_problem": kernelbench(
@@ -317,10 +318,12 @@ def test_set_unknown_constant(runs: Runs) -> None:
     assert "rows" in message and "cols" in message
 
 
-@pytest.mark.cases("set_malformed", "zero_trials", "reference_and_level", "no_problem")
+@pytest.mark.cases("set_malformed", "zero_trials", "rested_unknown", "reference_and_level",
+                   "no_problem")
 def test_usage_errors(runs: Runs) -> None:
     bad_input(runs["set_malformed"], "--set expects NAME=VALUE, got 'rows'")
     bad_input(runs["zero_trials"], "--trials must be at least 1")
+    bad_input(runs["rested_unknown"], "--rested: sometimes not in {auto,on,off}")
     bad_input(runs["reference_and_level"], "either --reference or --level/--problem")
     bad_input(runs["no_problem"], "--reference PATH, or --level L --problem N")
 

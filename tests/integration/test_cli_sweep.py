@@ -252,9 +252,10 @@ def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
     assert p.returncode == 2 and "nope" in p.stderr, p.stderr
 
 
-def test_baseline_bad_selections_are_usage_or_input_errors(tmp_path: Path) -> None:
+def test_baseline_bad_selections_and_flags_are_usage_or_input_errors(tmp_path: Path) -> None:
     for args, needle in [(["--problems", "5-3"], "bad problem selection"),
-                         (["--problems", "9"], "has no problem 9")]:
+                         (["--problems", "9"], "has no problem 9"),
+                         (["--rested", "sometimes"], "--rested: sometimes not in {auto,on,off}")]:
         p = openkernel(tmp_path, "baseline", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
                        "--kernelbench-dir", str(BENCH), "--backend", "cpu", *args)
         assert p.returncode == 2, (args, p.stderr)
