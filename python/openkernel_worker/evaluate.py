@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from random import Random
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from . import integrity, refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, is_library_kernel
@@ -44,6 +44,16 @@ REST_REF_SLACK = 0.1
 GRAPH_EAGER_RATIO = 12.0  # flag graph_much_faster: eager median / graph median above this (an
 # honest 1 MiB Triton ReLU measured 7x on the H200: Triton's Python launch path costs ~25 us)
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected")
+
+
+class TimedBlock(NamedTuple):
+    """One timed block as the worker saw it: its wall time measured outside the candidate, the
+    sum of the candidate's own per-call times, the calls, and (rested blocks) the idle gaps the
+    candidate's events reported, each counted at most twice the length asked for."""
+    outside_us: float
+    claimed_us: float
+    calls: int
+    gaps_us: float = 0.0
 
 
 def _durations(values: Any, n: int) -> bool:
@@ -945,7 +955,7 @@ class Evaluation:
         # to back, and decides whether rested blocks follow (alternating with back-to-back ones).
         ref_times: dict[str, list[float]] = {"b2b": [], "rest": []}
         cand_times: dict[str, list[float]] = {"b2b": [], "rest": []}
-        walls: dict[str, list[tuple[float, float, int, float]]] = {"b2b": [], "rest": []}
+        walls: dict[str, list[TimedBlock]] = {"b2b": [], "rest": []}
         rested = False
         idle_us = 0.0  # the rested gap, the same for both sides (from the reference's median)
         deadline = time.monotonic() + opts.timing_budget_s
@@ -1001,7 +1011,7 @@ class Evaluation:
             # claimed time that the proportional allowance grows with (each gap counted at most
             # twice the length asked for, whatever the candidate reports).
             gaps = float(sum(min(float(r), 2.0 * idle_us) for r in rests))
-            walls[kind].append((outside_us, float(sum(got)), pool_size, gaps))
+            walls[kind].append(TimedBlock(outside_us, float(sum(got)), pool_size, gaps))
             blocks += 1
             if final or blocks == 1 or self.rng.random() < 0.2:
                 checked += 1
@@ -1253,7 +1263,7 @@ class Evaluation:
         flush_us = timing.flush_cost_us(self.device, flush)
         ref_times: list[float] = []
         cand_times: list[float] = []
-        walls: list[tuple[float, float, int]] = []
+        walls: list[TimedBlock] = []
         deadline = time.monotonic() + max(1.0, opts.timing_budget_s / 2)
         blocks = checked = 0
         while True:
@@ -1286,7 +1296,7 @@ class Evaluation:
                               "graph timing", reject=True)
                 return
             cand_times.append(float(got) / k)
-            walls.append((outside_us, float(got), 1))  # one flush per replay
+            walls.append(TimedBlock(outside_us, float(got), 1))  # one flush per replay
             blocks += 1
             if final or blocks == 1 or self.rng.random() < 0.2:
                 checked += 1
@@ -1370,13 +1380,13 @@ class Evaluation:
         return time_compiled(ref_model, self.ref.module, self.device, self.rng, mode, budget,
                              self.opts)
 
-    def _cpu_check(self, walls: list[tuple[float, ...]], cpu_us: float) -> None:
+    def _cpu_check(self, walls: list[TimedBlock], cpu_us: float) -> None:
         """CPU candidates: the CPU time the kernel charged to the candidate's processes (read
         from /proc by this process) cannot exceed what its claimed times allow on its threads.
         The flush's own CPU time grows with memory contention, so a moderate excess is only
         reported; three times the allowance rejects."""
-        claimed = sum(w[1] for w in walls)
-        n = int(sum(w[2] for w in walls))
+        claimed = sum(w.claimed_us for w in walls)
+        n = sum(w.calls for w in walls)
         threads = max(1, self.opts.threads or (os.cpu_count() or 1))
         allowed = ((claimed * threads * 1.2 + n * (self.flush_cpu_us * 1.5 + 200.0)
                     + len(walls) * 3000.0) * 1.5 + 50_000.0)
@@ -1390,11 +1400,11 @@ class Evaluation:
             self.out.flag("cpu_time_excess", message + " (more than expected; on a busy machine "
                           "the cache flush costs more)", reject=False)
 
-    def _cross_check(self, walls: list[tuple[float, ...]], flush_us: float,
+    def _cross_check(self, walls: list[TimedBlock], flush_us: float,
                      result_key: str = "wall_check") -> None:
-        """The candidate's own timings against the worker's clock around each block. A block is
-        (outside us, claimed us, calls[, gap us]): rested blocks' gaps are expected in the
-        outside time but do not grow the allowance, which is a share of the claimed time.
+        """The candidate's own timings against the worker's clock around each block. Rested
+        blocks' gaps are expected in the outside time but do not grow the allowance, which is a
+        share of the claimed time.
 
         Each block's excess (outside time less claimed time and gaps) is set against that block's
         allowance; the median block decides, as the reported time is a median: work hidden from
@@ -1404,18 +1414,17 @@ class Evaluation:
         excess: list[float] = []
         allowances: list[float] = []
         for w in walls:
-            gap = w[3] if len(w) > 3 else 0.0
-            allow = per_block + w[2] * (flush_us * 1.5 + 100.0) + 0.25 * w[1]
+            allow = per_block + w.calls * (flush_us * 1.5 + 100.0) + 0.25 * w.claimed_us
             if self.device == "cpu":
                 # The CPU-time check is the precise one there; wall time only catches gross
                 # escapes, since a busy machine stretches it.
-                allow = 3.0 * (w[1] + allow)
-            excess.append(w[0] - w[1] - gap)
+                allow = 3.0 * (w.claimed_us + allow)
+            excess.append(w.outside_us - w.claimed_us - w.gaps_us)
             allowances.append(allow)
-        outside = sum(w[0] for w in walls)
-        claimed = sum(w[1] for w in walls)
-        n = int(sum(w[2] for w in walls))
-        gaps = sum(w[3] if len(w) > 3 else 0.0 for w in walls)
+        outside = sum(w.outside_us for w in walls)
+        claimed = sum(w.claimed_us for w in walls)
+        n = sum(w.calls for w in walls)
+        gaps = sum(w.gaps_us for w in walls)
         allowance = sum(allowances)
         over = statistics.median([e - a for e, a in zip(excess, allowances)]) if walls else 0.0
         of_gaps = f" and {gaps / 1e3:.1f} ms of gaps" if gaps else ""

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from openkernel_worker import evaluate
-from openkernel_worker.evaluate import Evaluation, Options, Outcome, _durations
+from openkernel_worker.evaluate import Evaluation, Options, Outcome, TimedBlock, _durations
 
 
 def fake(device: str = "cuda:0", rested: str = "auto") -> Any:
@@ -55,13 +55,13 @@ def test_rested_wall_check_expects_the_gaps_without_widening_the_allowance() -> 
     ev = fake()
     ev.result, ev.ping_us = {}, 100.0
     # 8 calls of 1 ms with 1 ms gaps: 16 ms expected, the allowance grows with the 8 ms claimed.
-    Evaluation._cross_check(ev, [(16_500.0, 8000.0, 8, 8000.0)], 30.0, "rested_wall_check")
+    Evaluation._cross_check(ev, [TimedBlock(16_500.0, 8000.0, 8, 8000.0)], 30.0, "rested_wall_check")
     assert not ev.out.flags
     check = ev.result["rested_wall_check"]
     assert check["gaps_us"] == 8000.0
     assert check["allowance_us"] == 1300.0 + 8 * 145.0 + 0.25 * 8000.0  # not 0.25 * 16000
     # 5 ms of work hidden beyond the gaps: caught, as it would be back to back.
-    Evaluation._cross_check(ev, [(21_000.0, 8000.0, 8, 8000.0)], 30.0, "rested_wall_check")
+    Evaluation._cross_check(ev, [TimedBlock(21_000.0, 8000.0, 8, 8000.0)], 30.0, "rested_wall_check")
     assert ev.out.flags == ["timer_mismatch"]
 
 

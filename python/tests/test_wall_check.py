@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from openkernel_worker.evaluate import Evaluation, Options, Outcome
+from openkernel_worker.evaluate import Evaluation, Options, Outcome, TimedBlock
 
 
 def fake(device: str = "cuda:0") -> Any:
@@ -15,8 +15,8 @@ def fake(device: str = "cuda:0") -> Any:
 
 # One call of 2.4 ms per block (a pool of one, as for inputs of gigabytes): the allowance per
 # block is 1150 + 1 * (1.5 * 40 + 100) + 600 = 1910 us.
-def block(excess_us: float) -> tuple[float, float, int]:
-    return (2400.0 + excess_us, 2400.0, 1)
+def block(excess_us: float) -> TimedBlock:
+    return TimedBlock(2400.0 + excess_us, 2400.0, 1)
 
 
 def test_a_few_stalled_blocks_do_not_reject() -> None:
@@ -45,5 +45,5 @@ def test_gross_escape_in_a_minority_still_rejects() -> None:
 
 def test_timings_longer_than_the_wall_time_reject() -> None:
     ev = fake()
-    Evaluation._cross_check(ev, [(1000.0, 5000.0, 1)] * 4, 40.0)
+    Evaluation._cross_check(ev, [TimedBlock(1000.0, 5000.0, 1)] * 4, 40.0)
     assert ev.out.flags == ["timer_mismatch"] and "exceed the wall time" in ev.out.reasons[0]
