@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
 # Installs what OpenKernel needs on Debian 12 (idempotent; silent when already done) and builds it.
-# Usage: scripts/setup.sh [preset...]   (default preset: release)
+# Usage: scripts/setup.sh [--tests] [preset...]   (default preset: release)
+#   profile "run" (always): the build, the engine, the worker, and every CPU candidate format
+#   (plain PyTorch, openkernel_worker.native's g++ path, torch.utils.cpp_extension.load_inline/load);
+#   --tests adds what only the test suites run (scripts/test.sh passes it).
+# This is the one place that installs Debian packages (besides tests/slurm/local_slurm.sh, which
+# installs SLURM on demand for its own test); tests/integration/test_setup_packages.py checks that
+# every package the build, the candidate formats and the tests use is named here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
+RUN_PACKAGES=(
+  # the C++ build (the release preset also builds the C++ tests: GoogleTest)
   cmake ninja-build g++ pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libfmt-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libcpp-httplib-dev libtomlplusplus-dev libkainjow-mustache-dev
-  bubblewrap python3 python3-torch python3-numpy python3-pytest
+  # the worker and the candidate sandbox
+  bubblewrap python3 python3-torch python3-numpy
+  # load_inline / load candidates: python3-torch only recommends these (and setup.sh installs
+  # without recommends): torch's C++ headers, pybind11, Python.h, setuptools (imported by
+  # torch.utils.cpp_extension); ninja and g++ are above
+  libtorch-dev pybind11-dev python3-dev python3-setuptools
+)
+TEST_PACKAGES=(
+  python3-pytest
+  procps  # pgrep, in the sweep tests
 )
 
+packages=("${RUN_PACKAGES[@]}")
+if [ "${1:-}" = "--tests" ]; then
+  shift
+  packages+=("${TEST_PACKAGES[@]}")
+fi
+
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

@@ -6,7 +6,7 @@
 # or `-L gpu`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh release
+scripts/setup.sh --tests release
 # C++ tests in parallel; the Python suites one at a time, because the CLI and adversarial suites
 # time honest candidates and check the candidate's clock against the worker's: on two cores a
 # concurrent suite stretches wall time enough to trip those checks.
