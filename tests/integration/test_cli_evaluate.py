@@ -103,6 +103,11 @@ CASES: dict[str, Case] = {
     "returns_none": evaluate("cand_returns_none.py"),
     "set_shrinks_reference": evaluate("cand_correct.py", "--set", "rows=3", "--set", "cols=5",
                                       timed=True),
+    # KernelBench's own candidate format, a C++ extension by torch's load_inline (~30 s to build;
+    # a compile_error here on Debian means torch's C++ headers are missing: scripts/setup.sh).
+    "load_inline_cpu": Case(["evaluate", "--reference",
+                             str(ROOT / "examples/swish_chain/reference.py"), "--candidate",
+                             str(FIXTURES / "cand_swish_load_inline.py"), *QUICK], timed=True),
     "kernelbench_relu": kernelbench(
         "evaluate", "--level", "1", "--problem", "19", "--set", "batch_size=16",
         "--set", "dim=1024", "--candidate", str(FIXTURES / "cand_kernelbench_relu.py"), *QUICK,
@@ -454,6 +459,13 @@ def test_store_keeps_one_row_per_evaluation_and_dedups_problems(runs: Runs) -> N
         assert source == (FIXTURES / REFERENCE).read_text()
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA user_version").fetchone()[0] >= 1
+
+
+@pytest.mark.cases("load_inline_cpu")
+def test_load_inline_cpu_candidate_is_correct(runs: Runs) -> None:
+    r = verdict(runs["load_inline_cpu"], "correct")
+    assert r["compiled"] is True and r["flags"] == [], reason(r)
+    assert r["compile_s"] > 0 and r["speedup"] > 0
 
 
 @pytest.mark.cases("kernelbench_relu")
