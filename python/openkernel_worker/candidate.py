@@ -272,7 +272,8 @@ class CandidateState:
 
     def graph_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
         """Draws a pool of input buffers and captures one forward per entry in a CUDA graph
-        (timing.GraphTimer); a capture failure is reported, and the worker falls back."""
+        (timing.GraphTimer, on a blocking stream: see capture.py); a capture failure is reported,
+        and the worker falls back to the eager timing."""
         import torch
 
         self.exporter.release()
@@ -286,7 +287,8 @@ class CandidateState:
         except BaseException as e:  # noqa: BLE001
             self.graph = None
             return error_reply(e, "graph_capture")
-        return {"ok": True, "forwards": self.graph.forwards}
+        return {"ok": True, "forwards": self.graph.forwards,
+                "capture_stream": self.graph.capture_stream, "note": self.graph.note}
 
     def graph_time(self) -> dict[str, Any]:
         """One replay: every forward of the graph on the pool's current contents."""

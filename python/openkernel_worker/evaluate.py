@@ -43,6 +43,9 @@ REST_MIN_RATIO = 0.8  # rested / back-to-back median of the candidate below this
 REST_REF_SLACK = 0.1
 GRAPH_EAGER_RATIO = 12.0  # flag graph_much_faster: eager median / graph median above this (an
 # honest 1 MiB Triton ReLU measured 7x on the H200: Triton's Python launch path costs ~25 us)
+# Flags that say how the candidate was measured, not that anything is wrong: never rejected, not
+# even under --strict (no_sandbox is added after the strict rule for the same reason).
+STRICT_EXEMPT = frozenset({"graph_fallback"})
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "rejected")
 
 
@@ -1205,10 +1208,20 @@ class Evaluation:
         return True
 
     def _graph_fallback(self, reason: str) -> None:
-        """Graph timing failed: the events timing stands; a note, not a flag or a rejection."""
+        """Graph timing failed: the eager (events) timing, which carries every check, stands. Flagged
+        graph_fallback with the reason; the flag never rejects, not even under --strict."""
         info = self.result["timing"]
         info["cuda_graph"] = {"ok": False, "reason": reason[:1500]}
         info.setdefault("notes", []).append("CUDA-graph timing not used: " + reason[:300])
+        self.out.flag("graph_fallback", "CUDA-graph timing not used, events timing stands: " +
+                      reason[:600], reject=False)
+
+    def _capture_notes(self, *notes: Any) -> None:
+        """Notes of either side's GraphTimer (no blocking capture stream could be made)."""
+        info = self.result["timing"]
+        for note in notes:
+            if isinstance(note, str) and note:
+                info.setdefault("notes", []).append("CUDA-graph capture: " + note[:300])
 
     def _time_graph(self, ref_model: Any) -> None:
         """Both sides capture one forward per entry of a pool of input buffers in a CUDA graph and
@@ -1238,6 +1251,7 @@ class Evaluation:
             self._graph_fallback("the reference cannot be captured in a CUDA graph: "
                                  f"{type(e).__name__}: {e}")
             return
+        self._capture_notes(ref_graph.note)
         try:
             self._graph_blocks(ref_graph, pool, k)
         finally:
@@ -1259,6 +1273,10 @@ class Evaluation:
         if reply.get("forwards") != k:
             self._graph_fallback("the candidate captured a graph of the wrong size")
             return
+        self._capture_notes(reply.get("note"))
+        streams = {"reference": ref_graph.capture_stream,
+                   "candidate": reply.get("capture_stream") if reply.get("capture_stream") in
+                   ("blocking", "torch") else None}
         flush = timing.flush_buffer(self.device)
         flush_us = timing.flush_cost_us(self.device, flush)
         ref_times: list[float] = []
@@ -1306,7 +1324,13 @@ class Evaluation:
                     return
                 if not self._check_timed_outputs(reply.get("outputs"), ref_graph.outputs,
                                                  blocks, "replayed CUDA graph"):
-                    break
+                    # Rejected. The graph missed or changed work, so its numbers mean nothing
+                    # (nor may the physical floor judge them): the eager numbers stay reported.
+                    self._ask_soft({"op": "graph_release"}, "releasing the graph")
+                    info["cuda_graph"] = {"ok": False, "replays": blocks, "reason": "the "
+                                          "replayed outputs differ from the reference's; the "
+                                          "eager numbers stand"}
+                    return
             if final:
                 break
         self._ask_soft({"op": "graph_release"}, "releasing the graph")
@@ -1318,7 +1342,8 @@ class Evaluation:
         self.result["ref_runtime_us"] = timing.stats(ref_times)
         info.update({"mode": "cuda_graph", "events": eager,
                      "cuda_graph": {"ok": True, "forwards_per_replay": k, "replays": blocks,
-                                    "checked_replays": checked, "flush_us": flush_us}})
+                                    "checked_replays": checked, "flush_us": flush_us,
+                                    "capture_stream": streams}})
         c = self.result["runtime_us"]["median"]
         r = self.result["ref_runtime_us"]["median"]
         self.result["speedup"] = r / c if c and r else None
@@ -1448,7 +1473,7 @@ class Evaluation:
         o = self.out
         if o.verdict == "correct" and not o.correct:
             o.verdict = "runtime_error"
-        if self.opts.strict and o.flags and o.verdict == "correct":
+        if self.opts.strict and set(o.flags) - STRICT_EXEMPT and o.verdict == "correct":
             o.verdict = "rejected"
             o.reasons.append("strict mode rejects any flag")
         correct = o.verdict == "correct"

@@ -264,17 +264,26 @@ class GraphTimer:
     entry its own input buffers), so a replay runs len(pool) forwards back to back with no CPU
     launch cost between them. The caller refreshes the pool's contents in place before each
     replay, so every forward in every replay sees inputs it has never seen; `outputs` are the
-    tensors the captured forwards returned, which every replay overwrites. Raises whatever the
-    capture raised when fn cannot be captured (host syncs, side streams left unjoined, ...)."""
+    tensors the captured forwards returned, which every replay overwrites.
+
+    Warm-up and capture run on a blocking stream (capture.py), so a forward that launches work
+    on the legacy default stream fails the capture instead of escaping it. Raises
+    capture.CaptureFailed, saying why, when fn cannot be captured (work outside the stream it was
+    called on, host syncs, side streams left unjoined, ...). `note` says when no blocking stream
+    could be had (capture then runs on torch's own stream, as graphs usually are)."""
 
     def __init__(self, fn: Callable[..., Any], pool: list[list[Any]], device: str,
                  warmup: int = 2) -> None:
         import torch
 
+        from . import capture
+
         self.device = device
         self.forwards = len(pool)
         dev = torch.device(device)
-        side = torch.cuda.Stream(device=dev)
+        stream, api, self.note = capture.blocking_stream(dev)
+        self.capture_stream = "blocking" if stream is not None else "torch"
+        side = stream if stream is not None else torch.cuda.Stream(device=dev)
         side.wait_stream(torch.cuda.current_stream(dev))
         with torch.no_grad(), torch.cuda.stream(side):  # lazy initialisation off the capture
             for _ in range(warmup):
@@ -283,8 +292,7 @@ class GraphTimer:
         torch.cuda.current_stream(dev).wait_stream(side)
         torch.cuda.synchronize(dev)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.no_grad(), torch.cuda.graph(self.graph):
-            self.outputs: list[Any] = [fn(*inputs) for inputs in pool]
+        self.outputs: list[Any] = capture.capture_forwards(self.graph, fn, pool, stream, api, dev)
         torch.cuda.synchronize(dev)
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
