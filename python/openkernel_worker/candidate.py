@@ -68,6 +68,7 @@ def error_reply(exc: BaseException, phase: str) -> dict[str, Any]:
 
 class CandidateState:
     candidate_path = ""
+    channel: Channel | None = None
 
     def __init__(self, scratch: str) -> None:
         self.scratch = scratch
@@ -149,6 +150,10 @@ class CandidateState:
         self.device = req["device"]
         if req.get("extensions_dir"):  # per candidate source; read by torch at build time
             os.environ["TORCH_EXTENSIONS_DIR"] = str(req["extensions_dir"])
+        if req.get("inline_build") and CandidateState.channel is not None:
+            from . import inline_build  # load_inline builds through the worker's cache
+
+            inline_build.install(_ask_worker)
         threads = int(req.get("threads") or 0)
         if threads > 0:
             torch.set_num_threads(threads)
@@ -323,11 +328,22 @@ class CandidateState:
             for out in self.timed_outputs]}
 
 
+def _ask_worker(request: dict[str, Any]) -> dict[str, Any]:
+    """A nested request to the worker during load (op "build"): sent on the result channel,
+    answered on the request channel before the worker reads load's own reply."""
+    channel = CandidateState.channel
+    assert channel is not None
+    channel.send(request)
+    reply = channel.receive()
+    return reply if isinstance(reply, dict) else {"ok": False, "message": "no reply"}
+
+
 def main() -> int:
     global STARTED_MAIN, TORCH_READY
     STARTED_MAIN = time.monotonic()
     timing.tune_allocator()
     channel: Channel = private_stdio_channel()
+    CandidateState.channel = channel
     scratch = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
     state = CandidateState(scratch)  # imports torch
     TORCH_READY = time.monotonic()

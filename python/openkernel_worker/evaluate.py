@@ -298,7 +298,21 @@ class CandidateProcess:
             raise CandidateDied("the candidate process wrote a malformed reply") from None
         if not isinstance(reply, dict):
             raise CandidateDied("the candidate process wrote a malformed reply")
+        if reply.get("op") == "build":  # a nested request during load (inline_build.py)
+            self.send(self._serve_build(reply))
+            return self.receive(max(0.0, deadline - time.monotonic()), kill_on_timeout)
         return reply
+
+    builder: Any = None  # inline_cache.Builder, set by the evaluation before "load"
+    build_roots: list[str] = []  # the directories a build request may name
+
+    def _serve_build(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.builder is None:
+            return {"ok": False, "message": "this worker serves no builds now"}
+        try:
+            return self.builder.serve(request, self.build_roots)
+        except Exception as e:  # noqa: BLE001 - the candidate falls back to torch's own build
+            return {"ok": False, "message": f"{type(e).__name__}: {e}"}
 
     def _death(self) -> str:
         try:
@@ -606,6 +620,7 @@ class Evaluation:
         env["TORCH_EXTENSIONS_DIR"] = os.path.join(cache, "torch_extensions")
         env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
         env["OPENKERNEL_NATIVE_CACHE"] = os.path.join(cache, "native")
+        env["OPENKERNEL_INLINE_CACHE"] = os.path.join(cache, "inline")  # read-only inside
         if self.opts.threads > 0:
             env["OMP_NUM_THREADS"] = str(self.opts.threads)
         if self.device.startswith("cuda") and "TORCH_CUDA_ARCH_LIST" not in env:
@@ -742,13 +757,29 @@ class Evaluation:
         message = reply.get("message", "unknown error")
         return f"{what} failed{where}: {reply.get('error_type', 'Error')}: {message}"
 
+    def _inline_builder(self) -> Any:
+        """The load_inline build server for this candidate (docs/evaluation.md, "Compile
+        caches"); None with OPENKERNEL_INLINE_BUILD=0 (torch's own build in the candidate)."""
+        if os.environ.get("OPENKERNEL_INLINE_BUILD", "1") == "0":
+            return None
+        from .inline_cache import Builder
+
+        assert self.cand is not None
+        self.cand.build_roots = [self.extensions_dir(), self.scratch]
+        return Builder(os.path.join(self.cache_root(), "inline"), self.candidate_env(),
+                       sandboxed=not self.opts.no_sandbox, timeout_s=self.opts.timeout_s)
+
     def _load(self, init_seed: int) -> bool:
         candidate, reference = self._stage_files()
+        assert self.cand is not None
+        self.cand.builder = self._inline_builder()
         reply = self._ask({"op": "load", "candidate": candidate, "reference": reference,
                            "overrides": self.opts.overrides, "device": self.device,
                            "init_seed": init_seed, "threads": self.opts.threads,
-                           "extensions_dir": self.extensions_dir()},
+                           "extensions_dir": self.extensions_dir(),
+                           "inline_build": self.cand.builder is not None},
                           "compiling and loading")
+        self.cand.builder = None
         if reply is None:
             if self.out.verdict == "runtime_error":
                 self.out.verdict = "compile_error"

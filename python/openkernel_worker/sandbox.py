@@ -483,6 +483,17 @@ def apply_limits(limits: dict[str, int]) -> list[str]:
 # Putting it together
 
 
+def _readonly_caches(env: dict[str, str]) -> list[str]:
+    """Caches the candidate reads but never writes: the worker's load_inline object cache
+    (OPENKERNEL_INLINE_CACHE; inline_cache.py fills it from its own build sandboxes)."""
+    path = env.get("OPENKERNEL_INLINE_CACHE")
+    if not path:
+        return []
+    path = os.path.abspath(path)
+    os.makedirs(path, exist_ok=True)
+    return [path]
+
+
 def scrub_env(env: dict[str, str]) -> dict[str, str]:
     """Drops variables whose names look like credentials (OPENAI_API_KEY, GITHUB_TOKEN, ...)."""
     return {k: v for k, v in env.items()
@@ -522,7 +533,7 @@ def prepare(command: list[str], *, scratch: str, env: dict[str, str], device: st
             writable.append(path)
     # The candidate and reference files are not bound: the worker copies them into the scratch
     # directory, so a process started before its candidate was known (a spare) sees them.
-    readonly: list[str] = []
+    readonly: list[str] = _readonly_caches(env)
     inner_env = scrub_env(env)
     inner_env.update({"TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
     wrapper = [sys.executable, "-m", "openkernel_worker.sandbox", "--limits",
