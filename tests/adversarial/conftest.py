@@ -39,6 +39,8 @@ def run_worker(requests: list[dict[str, Any]], timeout: float = 600) -> list[dic
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped (with a reason) without")
+    config.addinivalue_line("markers", "slow: builds a load_inline extension (about a minute "
+                            "cold); deselect with -m 'not slow'")
 
 
 def evaluate_all(cases: dict[str, dict[str, Any]], folder: Path, defaults: dict[str, Any],

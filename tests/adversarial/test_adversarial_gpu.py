@@ -74,8 +74,21 @@ GRAPH_CASES: dict[str, tuple[str, str, set[str], set[str], str]] = {
                       "cuda_graph"),
     "graph_stale": ("cand_graph_stale.py", "on", {"rejected"}, {"timed_output_mismatch"},
                     "cuda_graph"),
-    "graph_uncapturable": ("cand_graph_uncapturable.py", "on", {"correct"}, set(), "events"),
+    "graph_uncapturable": ("cand_graph_uncapturable.py", "on", {"correct"}, {"graph_fallback"},
+                           "events"),
+    # kernel<<<grid, block>>> with no stream (the legacy default stream), honest: the capture on
+    # a blocking stream fails, events timing stands (nvcc path: builds in seconds).
+    "graph_legacy_stream": ("cand_legacy_stream.py", "auto", {"correct"}, {"graph_fallback"},
+                            "events"),
+    # Capture-aware cheats. Under capture, a partial kernel on the legacy stream: the capture
+    # fails, the honest eager timing stands (correct, gains nothing).
+    "graph_capture_legacy_cheat": ("cand_capture_legacy_cheat.py", "on", {"correct"},
+                                   {"graph_fallback"}, "events"),
+    # Under capture, the kernel on a private non-blocking stream: an empty graph, stale replays.
+    "graph_capture_side_cheat": ("cand_capture_side_cheat.py", "on", {"rejected"},
+                                 {"timed_output_mismatch"}, "events"),
 }
+ESCAPED = "outside the stream it was called on"  # capture.ESCAPED_REASON
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +114,46 @@ def test_graph_case(graph_results: dict[str, dict[str, Any]], name: str) -> None
             assert r["speedup"] and r["speedup"] > 0
         else:
             assert t["cuda_graph"]["ok"] is False and t["cuda_graph"]["reason"], t
+
+
+@pytest.mark.parametrize("name", ["graph_partial", "graph_stale", "graph_capture_side_cheat"])
+def test_a_graph_that_missed_work_is_never_timed(graph_results: dict[str, dict[str, Any]],
+                                                 name: str) -> None:
+    """Replays that differ reject, and the graph's numbers (of a graph missing work) are not
+    reported: the eager numbers stay, so below_physical_floor cannot fire from them."""
+    r = graph_results[name]
+    assert "below_physical_floor" not in r["flags"], (name, r["flags"], r["reasons"])
+    t = r["timing"]
+    assert t["mode"] == "events" and t["cuda_graph"]["ok"] is False, (name, t)
+    assert "eager numbers stand" in t["cuda_graph"]["reason"], (name, t)
+
+
+@pytest.mark.parametrize("name", ["graph_legacy_stream", "graph_capture_legacy_cheat"])
+def test_legacy_stream_launches_fall_back_to_events(graph_results: dict[str, dict[str, Any]],
+                                                    name: str) -> None:
+    r = graph_results[name]
+    assert "below_physical_floor" not in r["flags"], (name, r["flags"], r["reasons"])
+    assert ESCAPED in r["timing"]["cuda_graph"]["reason"], (name, r["timing"])
+    assert any(ESCAPED in reason for reason in r["reasons"]), (name, r["reasons"])
+
+
+def test_the_capture_aware_cheat_gains_nothing(graph_results: dict[str, dict[str, Any]]) -> None:
+    """Its reported (events) numbers are those of its honest eager path: no faster than the
+    honest legacy-stream candidate running the same kernel."""
+    cheat = graph_results["graph_capture_legacy_cheat"]["runtime_us"]["median"]
+    honest = graph_results["graph_legacy_stream"]["runtime_us"]["median"]
+    assert cheat >= 0.7 * honest, (cheat, honest)
+
+
+# A real load_inline candidate launching on the legacy stream: about a minute to build cold
+# (torch's headers), so marked slow; the GPU run's adversarial step allows for it.
+@pytest.mark.slow
+def test_load_inline_legacy_stream_is_correct_with_graph_fallback() -> None:
+    r = evaluate_all({"inline": {"candidate": "cand_legacy_stream_inline.py",
+                                 "reference": "ref_relu_small.py", "cuda_graph": "auto"}},
+                     FOLDER, {"backend": "cuda", "trials": 3, "timing_budget_s": 1.0,
+                              "timeout_s": 240}, workers=1)["inline"]
+    assert r["verdict"] == "correct", (r["verdict"], r["reasons"])
+    assert "graph_fallback" in r["flags"] and "below_physical_floor" not in r["flags"], r["flags"]
+    assert r["timing"]["mode"] == "events", r["timing"]
+    assert ESCAPED in r["timing"]["cuda_graph"]["reason"], r["timing"]
