@@ -1,0 +1,203 @@
+"""inline_build.py / inline_cache.py: load_inline builds through the worker's cache.
+
+The fast tests read the build.ninja torch writes (no compiler run). The slow ones compile: a CPU
+load_inline candidate through a whole evaluation (sandboxed) gives the right answers, a second
+evaluation hits the cache, a compile error is a compile_error with the compiler's message, and a
+hostile candidate cannot alter what the next one loads.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from openkernel_worker import inline_build, inline_cache, sandbox
+
+NAME = "okinline_test"  # one extension name: one flag set, one precompiled header for the suite
+GOOD = f'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+ext = load_inline("{NAME}", "torch::Tensor f(torch::Tensor x, double s) {{ return x.relu() * s; }}",
+                  functions=["f"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return ext.f(x, self.scale)
+'''
+
+
+def _have_headers() -> bool:
+    try:
+        from torch.utils.cpp_extension import include_paths
+    except ImportError:
+        return False
+    return any(os.path.isfile(os.path.join(p, "torch", "extension.h")) for p in include_paths())
+
+
+needs_build = pytest.mark.skipif(
+    not _have_headers() or shutil.which("c++") is None or not sandbox.probe("cpu").ok,
+    reason="needs torch's C++ headers (Debian: libtorch-dev pybind11-dev), c++ and bwrap")
+
+
+def _ninja(tmp_path: Path, cuda: bool = False) -> inline_build.Job:
+    """The build.ninja torch's load_inline writes (its build step replaced by a no-op)."""
+    import torch.utils.cpp_extension as cpp
+
+    original = cpp._run_ninja_build
+    cpp._run_ninja_build = lambda *a, **k: (_ for _ in ()).throw(SystemExit(0))
+    try:
+        with pytest.raises(SystemExit):
+            cpp.load_inline("parse_me", "int f(int x) { return x; }", functions=["f"],
+                            build_directory=str(tmp_path), extra_cflags=["-O2"])
+    finally:
+        cpp._run_ninja_build = original
+    return inline_build.parse_ninja(str(tmp_path))
+
+
+def test_parse_torch_ninja(tmp_path: Path) -> None:
+    job = _ninja(tmp_path)
+    assert [u.kind for u in job.units] == ["cxx"]
+    unit = job.units[0]
+    assert unit.source == str(tmp_path / "main.cpp") and unit.obj == str(tmp_path / "main.o")
+    assert "-DTORCH_EXTENSION_NAME=parse_me" in unit.command and "-O2" in unit.command
+    assert "-c @IN@ -o @OUT@" in unit.command
+    assert job.output == str(tmp_path / "parse_me.so") and "-shared" in job.link
+    assert inline_cache.Builder._cmd(unit, "-E", "/o/u.ii").count("-E ") == 1
+
+
+def test_unknown_ninja_is_unsupported(tmp_path: Path) -> None:
+    (tmp_path / "build.ninja").write_text("rule weird\n  command = x\nbuild a: weird b\n")
+    with pytest.raises(inline_build.Unsupported):
+        inline_build.parse_ninja(str(tmp_path))
+
+
+@pytest.mark.parametrize("flag", ["-fplugin=/x/p.so", "-B/x", "-specs=/x/s", "-wrapper sh,-c",
+                                  "--compiler-options '-fplugin=/x.so'", "@/x/args"])
+def test_unsafe_flags(flag: str) -> None:
+    assert inline_build.unsafe_flag(f"c++ -MMD -MF @OUT@.d {flag} -c @IN@ -o @OUT@")
+    assert inline_build.unsafe_flag("c++ -MMD -MF @OUT@.d -O2 -c @IN@ -o @OUT@") is None
+
+
+def test_nvcc_steps_parallel_chains() -> None:
+    """Host and device chains share no intermediate: only the final host compile waits."""
+    dry = textwrap.dedent("""\
+        #$ _NVVM_BRANCH_=nvvm
+        #$ gcc -E -x c++ cuda.cu -o "k/cuda.cpp4.ii"
+        #$ cudafe++ --gen_c_file_name "k/cuda.cudafe1.cpp" --stub_file_name "cuda.cudafe1.stub.c" "k/cuda.cpp4.ii"
+        #$ gcc -D__CUDA_ARCH__=900 -E cuda.cu -o "k/cuda.cpp1.ii"
+        #$ cicc "k/cuda.cpp1.ii" -o "k/cuda.ptx"
+        #$ ptxas -arch=sm_90a "k/cuda.ptx" -o "k/cuda.sm_90a.cubin"
+        #$ fatbinary --create="k/cuda.fatbin" "--image3=kind=elf,sm=90a,file=k/cuda.sm_90a.cubin" --embedded-fatbin="k/cuda.fatbin.c"
+        #$ gcc -c -x c++ "k/cuda.cudafe1.cpp" -o "out.o"
+        """)
+    parsed = inline_cache.nvcc_steps(dry, "k")
+    assert parsed is not None
+    prefix, commands, deps = parsed
+    assert prefix.startswith("export _NVVM_BRANCH_=nvvm") and len(commands) == 7
+    assert deps[1] == {0} and deps[2] == set() and deps[3] == {2} and deps[4] == {3}
+    assert deps[5] == {4} and deps[6] >= {1}  # the host compile waits for cudafe++'s output
+
+
+def test_build_dir_outside_roots_is_refused(tmp_path: Path) -> None:
+    builder = inline_cache.Builder(str(tmp_path / "cache"), dict(os.environ), sandboxed=False)
+    reply = builder.serve({"build_dir": "/etc"}, [str(tmp_path / "ext")])
+    assert not reply["ok"] and "outside" in reply["message"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole evaluations (compile: slow)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("okcache"))
+
+
+def _evaluate(reference: str, candidate: str, cache: str) -> dict[str, Any]:
+    from openkernel_worker.evaluate import evaluate
+
+    return evaluate({"reference": reference, "candidate": candidate, "backend": "cpu",
+                     "trials": 2, "timing_budget_s": 0.2, "timeout_s": 600, "seed": 1,
+                     "cache_dir": cache})
+
+
+def _objects(cache: str) -> dict[str, str]:
+    root = Path(cache) / "inline"
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+@needs_build
+def test_evaluation_through_cache(write: Callable[[str, str], str], tiny_reference: str,
+                                  cache_dir: str) -> None:
+    cand = write("candidate.py", GOOD)
+    first = _evaluate(tiny_reference, cand, cache_dir)
+    assert first["verdict"] == "correct", first.get("reasons")
+    assert any(Path(cache_dir, "inline", "objects").glob("*.o"))
+    # The same source again (a new process, torch's own extension cache cleared): a direct hit.
+    shutil.rmtree(Path(cache_dir, "torch_extensions"))
+    second = _evaluate(tiny_reference, cand, cache_dir)
+    assert second["verdict"] == "correct", second.get("reasons")
+    logs = list(Path(cache_dir, "torch_extensions").rglob("openkernel_build.json"))
+    assert logs and '"hit_direct"' in logs[0].read_text()
+
+
+@pytest.mark.slow
+@needs_build
+def test_compile_error_is_reported(write: Callable[[str, str], str], tiny_reference: str,
+                                   cache_dir: str) -> None:
+    bad = GOOD.replace("x.relu() * s", "x.relu() * undeclared_name")
+    result = _evaluate(tiny_reference, write("candidate.py", bad), cache_dir)
+    assert result["verdict"] == "compile_error"
+    text = " ".join(result.get("reasons", []))
+    assert "Error building extension" in text and "undeclared_name" in text
+
+
+HOSTILE = GOOD + '''
+
+def _attack():
+    import os
+    root = os.environ["OPENKERNEL_INLINE_CACHE"]
+    done = []
+    for dirpath, _, files in os.walk(root):
+        for name in files + ["planted.o"]:
+            try:
+                with open(os.path.join(dirpath, name), "wb") as f:
+                    f.write(b"evil")
+                done.append(name)
+            except OSError:
+                pass
+    if done:
+        raise RuntimeError(f"wrote into the shared cache: {done}")
+
+
+_attack()
+'''
+
+
+@pytest.mark.slow
+@needs_build
+def test_hostile_candidate_cannot_alter_cache(write: Callable[[str, str], str],
+                                              tiny_reference: str, cache_dir: str) -> None:
+    good = write("candidate.py", GOOD)
+    assert _evaluate(tiny_reference, good, cache_dir)["verdict"] == "correct"
+    before = _objects(cache_dir)
+    hostile = _evaluate(tiny_reference, write("hostile.py", HOSTILE), cache_dir)
+    assert hostile["verdict"] == "correct", hostile.get("reasons")  # it computes honestly
+    assert {k: v for k, v in _objects(cache_dir).items() if k in before} == before
+    assert not any(k.endswith("planted.o") for k in _objects(cache_dir))
+    again = _evaluate(tiny_reference, good, cache_dir)
+    assert again["verdict"] == "correct", again.get("reasons")

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# load_inline through torch and through our cached build (bench/inline_build.py), side by side on
+# the GPU machine: cold (empty caches; the precompiled header's one-time cost apart), a new CUDA
+# body with the same signature once the header cache exists, and warm. Run from the repo root:
+#   OUT=/tmp/okgpu-inline tests/gpu/run_h200_inline_build.sh
+# Needs python3 with torch (+ nvcc, g++, ninja); bwrap from .device/bin when bundled
+# (scripts/bundle-device.sh), else from PATH. Results: $OUT/inline_build.tsv, $OUT/log.txt.
+# Expect roughly 56 s x 3 for torch's cold builds plus ours: under 10 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/okgpu-inline}
+mkdir -p "$OUT"
+[ -x .device/bin/bwrap ] && export OPENKERNEL_BWRAP=$PWD/.device/bin/bwrap
+[ -d .device/lib ] && export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+  nvcc --version | tail -1; g++ --version | head -1; nproc
+  PYTHONPATH=python python3 -c "from openkernel_worker import sandbox; print(sandbox.probe('cpu'))"
+  timeout -k 10 580 python3 bench/inline_build.py --out "$OUT"
+  echo "rc $?"
+} 2>&1 | tee "$OUT/log.txt"
