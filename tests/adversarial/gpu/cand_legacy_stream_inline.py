@@ -26,7 +26,8 @@ torch::Tensor relu_cuda(torch::Tensor x) {
 }
 """
 
-_ext = load_inline(name="ok_relu_legacy_stream", cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",
+_ext = load_inline(name="ok_relu_legacy_stream",
+                   cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",
                    cuda_sources=CUDA_SRC, functions=["relu_cuda"], extra_cuda_cflags=["-O3"])
 
 
