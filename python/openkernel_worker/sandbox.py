@@ -17,11 +17,13 @@ that start it under `bwrap` (docs/evaluation.md, "Sandbox"):
 - rlimits set inside the sandbox just before the candidate starts (`python -m
   openkernel_worker.sandbox`): memory, CPU time, process count, no core dumps.
 
-The GPU profile (device cuda:N) adds the /dev/nvidia* nodes and /run/nvidia*, and keeps the IPC
-and PID namespaces and /dev/shm shared with the worker, because outputs come back as CUDA IPC
-handles (transfer.py): the driver's IPC rendezvous and torch's reference-count files in /dev/shm
-must be visible from both processes. `OPENKERNEL_SANDBOX_GPU_SHARE` ("ipc,pid" by default; any of
-ipc, pid, net) changes what is shared, to find out what a driver really needs.
+The GPU profile (device cuda:N) adds the /dev/nvidia* nodes and /run/nvidia*, and binds the
+host's /dev/shm, because outputs come back as CUDA IPC handles (transfer.py): torch's
+reference-count files in /dev/shm must be visible from both processes. By default it shares no
+namespace beyond that with the worker (CUDA IPC worked with private IPC and PID namespaces on the
+H200); `OPENKERNEL_SANDBOX_GPU_SHARE` (empty by default; any of ipc, pid, net, comma-separated)
+shares some, for a driver that needs them. While the PID namespace is shared, the worker's and
+its ancestors' /proc entries, their threads' included, are hidden.
 
 Environment knobs: OPENKERNEL_BWRAP (path of bwrap, e.g. /nonexistent to see the refusal),
 OPENKERNEL_SANDBOX_MEMORY_MB (0 turns the memory limit off), OPENKERNEL_SANDBOX_NPROC.
@@ -131,8 +133,12 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+GPU_SHARE_DEFAULT = ""  # nothing shared; "ipc,pid" was the default before the H200 showed
+# CUDA IPC working without either
+
+
 def gpu_shared() -> frozenset[str]:
-    text = os.environ.get(GPU_SHARE_ENV, "ipc,pid")
+    text = os.environ.get(GPU_SHARE_ENV, GPU_SHARE_DEFAULT)
     return frozenset(w.strip() for w in text.split(",") if w.strip() in ("ipc", "pid", "net"))
 
 
@@ -289,6 +295,22 @@ def _ancestors() -> list[int]:
     return pids
 
 
+def _hidden_proc_entries() -> list[int]:
+    """The pids of this process and its ancestors and the thread ids of their threads: /proc/TID
+    of a thread is reachable by name though /proc does not list it, and shows the process's
+    environment and memory. Threads started after the sandbox are not covered (the engine is
+    not dumpable, so its own are unreadable anyway; docs/evaluation.md)."""
+    out: list[int] = []
+    for pid in _ancestors():
+        out.append(pid)
+        try:
+            out += [int(t) for t in os.listdir(f"/proc/{pid}/task") if t.isdigit() and
+                    int(t) != pid]
+        except OSError:
+            pass
+    return out
+
+
 def bwrap_args(profile: str, *, scratch: str, env: dict[str, str], readonly: Sequence[str] = (),
                writable: Sequence[str] = (), proc_mode: str = "proc") -> list[str]:
     """The bwrap options (without the bwrap path and the command) for one candidate process."""
@@ -342,7 +364,7 @@ def bwrap_args(profile: str, *, scratch: str, env: dict[str, str], readonly: Seq
         if "pid" in shared:
             # The worker and the engine are visible in a shared PID namespace; hide their /proc
             # entries (environment, command line, memory maps) from the candidate.
-            for pid in _ancestors():
+            for pid in _hidden_proc_entries():
                 if os.path.isdir(f"/proc/{pid}"):
                     m.add(f"/proc/{pid}", "--tmpfs", f"/proc/{pid}")
     candidates = list(python_dirs()) + _extra_dirs(env)

@@ -223,10 +223,11 @@ def test_cpu_profile_arguments(tmp_path: Path) -> None:
 
 
 def test_gpu_profile_shares_what_cuda_ipc_needs(tmp_path: Path, monkeypatch) -> None:
+    """By default only /dev/shm (torch's reference counts of shared CUDA storages)."""
     monkeypatch.delenv(sandbox.GPU_SHARE_ENV, raising=False)
     args = sandbox.bwrap_args("gpu", scratch=str(tmp_path), env={"HOME": str(tmp_path / "h")})
     assert "--unshare-net" in args and "--unshare-user-try" in args
-    assert "--unshare-pid" not in args and "--unshare-ipc" not in args
+    assert "--unshare-pid" in args and "--unshare-ipc" in args
     assert "--unshare-all" not in args
     if os.path.isdir("/dev/shm"):
         assert "/dev/shm" in _pairs(args, "--bind")
@@ -235,6 +236,10 @@ def test_gpu_profile_shares_what_cuda_ipc_needs(tmp_path: Path, monkeypatch) -> 
     monkeypatch.setenv(sandbox.GPU_SHARE_ENV, "ipc")
     args = sandbox.bwrap_args("gpu", scratch=str(tmp_path), env={})
     assert "--unshare-pid" in args and "--unshare-ipc" not in args
+    monkeypatch.setenv(sandbox.GPU_SHARE_ENV, "ipc,pid")
+    args = sandbox.bwrap_args("gpu", scratch=str(tmp_path), env={})
+    assert "--unshare-pid" not in args and "--unshare-ipc" not in args
+    assert f"/proc/{os.getpid()}" in _pairs(args, "--tmpfs")  # the worker's entry hidden
 
 
 def test_limits() -> None:
@@ -379,8 +384,9 @@ def test_gpu_profile_with_cuda_ipc(tmp_path: Path) -> None:
             r = result(reply)
             outcomes[share or "nothing"] = (r["verdict"], r["reasons"][:1], contained(r))
         print("GPU profile by shared namespaces:", json.dumps(outcomes, indent=1))
-        verdict, reasons, ok = outcomes["ipc,pid"]
-        assert ok, (verdict, reasons)
+        for share in ("nothing", "ipc,pid"):  # the default, and the previous default
+            verdict, reasons, ok = outcomes[share]
+            assert ok, (share, verdict, reasons)
         assert w.listener.connections == 0 and w.escaped_files() == []
     finally:
         w.listener.close()

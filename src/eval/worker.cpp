@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "util/paths.hpp"
+#include "util/secrets.hpp"
 #include "util/strings.hpp"
 
 namespace ok::eval {
@@ -59,6 +60,9 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
   if (auto existing = util::getenv_str("PYTHONPATH")) pypath += ":" + *existing;
   so.env_set["PYTHONPATH"] = pypath;
   so.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  // The worker needs no credential, and a candidate may see the worker's environment when a GPU
+  // sandbox shares the PID namespace: API keys and tokens stay in the engine.
+  so.env_unset = util::secret_env_names();
   auto proc = util::Subprocess::spawn(so);
   if (!proc) return std::unexpected(proc.error());
   auto line = proc->read_line(std::chrono::steady_clock::now() + opts.start_timeout);

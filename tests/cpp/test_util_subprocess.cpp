@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "util/secrets.hpp"
 #include "util/subprocess.hpp"
 
 namespace fs = std::filesystem;
@@ -359,4 +361,21 @@ TEST(Subprocess, FailedSpawnLeaksNoDescriptors) {
   auto p = Subprocess::spawn(o);
   ASSERT_FALSE(p.has_value());
   EXPECT_EQ(count_fds(), before);
+}
+
+TEST(SecretEnv, NamesThatLookLikeCredentials) {
+  using ok::util::is_secret_env_name;
+  for (const char* name : {"OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY",
+                           "SSH_AUTH_SOCK", "db_password", "MY_CREDENTIALS", "SESSION_COOKIE"})
+    EXPECT_TRUE(is_secret_env_name(name)) << name;
+  for (const char* name : {"PATH", "HOME", "TORCH_CUDA_ARCH_LIST", "CUDA_VISIBLE_DEVICES"})
+    EXPECT_FALSE(is_secret_env_name(name)) << name;
+}
+
+TEST(SecretEnv, ListsThisProcessesSecrets) {
+  ::setenv("OPENKERNEL_TEST_API_KEY", "marker", 1);
+  auto names = ok::util::secret_env_names();
+  ::unsetenv("OPENKERNEL_TEST_API_KEY");
+  EXPECT_NE(std::find(names.begin(), names.end(), "OPENKERNEL_TEST_API_KEY"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "PATH"), names.end());
 }
