@@ -209,9 +209,10 @@ def capture_forwards(graph: Any, fn: Callable[..., Any], pool: list[list[Any]], 
                 except BaseException as e:
                     raised = e
                     raise
-                if invalidated_after is None and api is not None and handle and \
+                if api is not None and handle and \
                         api.capture_status(handle) == CAPTURE_INVALIDATED:
-                    invalidated_after = i
+                    invalidated_after = i  # the rest cannot be captured either: end it here
+                    break
     except Exception as e:  # noqa: BLE001 - every capture failure is reported the same way
         reason, escaped = failure_reason(invalidated_after, raised, e, len(pool))
         note = heal(graph, api, device, previous)
