@@ -24,8 +24,16 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-ext = load_inline("{NAME}", "torch::Tensor f(torch::Tensor x, double s) {{ return x.relu() * s; }}",
-                  functions=["f"])
+SRC = """
+torch::Tensor f(torch::Tensor x, double s) {{
+  auto y = torch::empty_like(x);
+  const float* a = x.data_ptr<float>();
+  float* b = y.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) b[i] = (a[i] > 0.f ? a[i] : 0.f) * (float)s;
+  return y;
+}}
+"""
+ext = load_inline("{NAME}", SRC, functions=["f"])
 
 
 class ModelNew(nn.Module):
@@ -159,7 +167,7 @@ def test_evaluation_through_cache(write: Callable[[str, str], str], tiny_referen
 @needs_build
 def test_compile_error_is_reported(write: Callable[[str, str], str], tiny_reference: str,
                                    cache_dir: str) -> None:
-    bad = GOOD.replace("x.relu() * s", "x.relu() * undeclared_name")
+    bad = GOOD.replace("(float)s;", "(float)undeclared_name;")
     result = _evaluate(tiny_reference, write("candidate.py", bad), cache_dir)
     assert result["verdict"] == "compile_error"
     text = " ".join(result.get("reasons", []))
@@ -201,3 +209,43 @@ def test_hostile_candidate_cannot_alter_cache(write: Callable[[str, str], str],
     assert not any(k.endswith("planted.o") for k in _objects(cache_dir))
     again = _evaluate(tiny_reference, good, cache_dir)
     assert again["verdict"] == "correct", again.get("reasons")
+
+
+ATTACK_ONLY = '''
+import torch
+import torch.nn as nn
+''' + HOSTILE.split("\n\ndef _attack", 1)[1].join(["\n\ndef _attack", ""]) + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+'''
+
+
+@pytest.mark.skipif(not sandbox.probe("cpu").ok, reason="needs bwrap")
+def test_candidate_cannot_write_the_object_cache(write: Callable[[str, str], str],
+                                                 tiny_reference: str, tmp_path: Path) -> None:
+    """No compiler: entries planted by the test stand for earlier builds; a candidate that tries
+    to overwrite them and plant new ones (objects, precompiled headers, direct entries) fails,
+    as the cache is bound read-only into its sandbox."""
+    cache = str(tmp_path / "cache")
+    for rel in ("objects/" + "a" * 64 + ".o", "pch/k/pch.h.gch", "direct/" + "b" * 64 + ".json"):
+        p = Path(cache, "inline", rel)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"honest " + rel.encode())
+    before = _objects(cache)
+    result = _evaluate(tiny_reference, write("hostile.py", ATTACK_ONLY), cache)
+    assert "wrote into the shared cache" not in " ".join(result.get("reasons", [])), result
+    assert result["verdict"] != "compile_error", result.get("reasons")
+    assert _objects(cache) == before
+    # Without the sandbox the same attempt succeeds: the test would notice a writable cache.
+    from openkernel_worker.evaluate import evaluate
+
+    open_result = evaluate({"reference": tiny_reference, "candidate": str(tmp_path / "hostile.py"),
+                            "backend": "cpu", "trials": 2, "timing_budget_s": 0.2, "seed": 1,
+                            "cache_dir": cache, "no_sandbox": True})
+    assert "wrote into the shared cache" in " ".join(open_result.get("reasons", []))
