@@ -363,6 +363,7 @@ class CandidateProcess:
 
 
 DYING: list[subprocess.Popen[bytes]] = []  # killed candidate processes not yet reaped
+EARLY: list[CandidateProcess] = []  # started by _launch_early, not yet adopted (at most one)
 
 
 SPARE_OVERLAP_MODES = ("imports", "context", "all", "none")
@@ -485,6 +486,8 @@ def discard(proc: CandidateProcess) -> None:
 
 def _exit_cleanup() -> None:
     SPARE.clear()
+    while EARLY:
+        discard(EARLY.pop())
     for proc in DYING:
         with contextlib.suppress(Exception):
             proc.wait(timeout=5)
@@ -603,6 +606,7 @@ class Evaluation:
         self.scratch = ""
         self.phases: dict[str, float] = {}
         self.process_start = "fresh"  # or "spare": a process started before this evaluation
+        self.ceil: dict[str, Any] | None = None  # _ceilings()
 
     def cache_root(self) -> str:
         return self.opts.cache_dir or os.path.join(tempfile.gettempdir(), "openkernel-cache")
@@ -646,17 +650,42 @@ class Evaluation:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
 
-    def _start_candidate(self) -> None:
-        """A spare process when one fits and is alive, else a new one; either way started up
-        ("warm") before the candidate is loaded. A spare that fails to start is replaced once;
-        a new process that cannot start is the machine's problem (EnvironmentProblem), not the
-        candidate's: no candidate code has run."""
+    def _launch_early(self) -> None:
+        """Takes a spare or starts a new candidate process before the reference is built, so
+        that its start-up (torch's import: seconds) overlaps the reference's build and, on a
+        GPU, the bandwidth for the physical floor (_start_candidate). A new process on a GPU
+        starts with its imports only (no device work) until _start_candidate asks for the rest.
+        Left in EARLY until _start_candidate adopts it: if the reference fails to build, the
+        next evaluation (or the worker's exit) discards it."""
+        while EARLY:
+            discard(EARLY.pop())
+        if getattr(self, "candidate_defect", None) is not None:
+            return  # no candidate will run
         cand = SPARE.take(self.launch_key())
         if cand is not None:
             self.process_start = "spare"
         else:
-            cand = self._new_process()
+            cand = self._new_process(gpu_later=self.device.startswith("cuda"))
+        EARLY.append(cand)
         self.cand, self.scratch = cand, cand.scratch
+
+    def _start_candidate(self) -> None:
+        """The process _launch_early started (or, without one, a spare when one fits and is
+        alive, else a new one); either way started up ("warm") before the candidate is loaded.
+        A new process on a GPU gets the device's bandwidth measured (or checked against the
+        cache) while it imports, before its own device work starts. A spare that fails to start
+        is replaced once; a new process that cannot start is the machine's problem
+        (EnvironmentProblem), not the candidate's: no candidate code has run."""
+        cand = self.cand if self.cand is not None and self.cand in EARLY else None
+        if cand is not None:
+            EARLY.remove(cand)
+        else:
+            cand = SPARE.take(self.launch_key())
+            self.process_start = "spare" if cand is not None else "fresh"
+            cand = cand or self._new_process()
+        self.cand, self.scratch = cand, cand.scratch
+        if self.process_start == "fresh" and self.device.startswith("cuda"):
+            self._ceilings()  # the process is still importing: the device is quiet
         reply, why = cand.wait_warm(self.opts.timeout_s)
         if reply is None and self.process_start == "spare":
             discard(cand)
@@ -691,6 +720,7 @@ class Evaluation:
         import torch
 
         start = time.monotonic()
+        self._launch_early()
         with self._phase("reference"):
             set_reference_precision()
             if self.opts.threads > 0:
@@ -928,6 +958,13 @@ class Evaluation:
         samples.sort()
         return samples[len(samples) // 2]
 
+    def _ceilings(self) -> dict[str, Any]:
+        """The device's bandwidth and peak FLOP rate (roofline.ceilings), once per evaluation,
+        through the cache in the worker's cache directory (bandwidth_cache.py)."""
+        if self.ceil is None:
+            self.ceil = roofline.ceilings(self.device, self.cache_root())
+        return self.ceil
+
     def _physical_floor(self, ref_model: Any) -> None:
         import torch
 
@@ -940,12 +977,16 @@ class Evaluation:
         flops, outputs, _ = count_flops(ref_model, inputs)
         nbytes = unavoidable_bytes(ref_model, inputs, outputs)
         del inputs, outputs
-        ceil = roofline.ceilings(self.device)
+        ceil = self._ceilings()
         floor = roofline.floor_us(flops, nbytes, ceil)
         self.result["roofline"] = {"flops": flops, "bytes": nbytes, "floor_us": floor,
                                    "bandwidth_bytes_per_s": ceil["bandwidth"],
+                                   "bandwidth_source": ceil["bandwidth_source"],
+                                   "bandwidth_s": ceil["bandwidth_s"],
                                    "peak_flops": ceil["peak_flops"],
                                    "fraction_of_speed_of_light": floor / c}
+        if ceil.get("bandwidth_note"):
+            self.result["roofline"]["bandwidth_note"] = ceil["bandwidth_note"]
         if c < floor * 0.9:
             self.out.flag("below_physical_floor", f"the candidate's median {c:.1f} us is below the "
                           f"physical floor of {floor:.1f} us ({nbytes} bytes at the measured "

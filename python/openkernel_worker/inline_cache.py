@@ -275,7 +275,7 @@ class Builder:
                                 f"{self._cmd(unit, '-c', unit.obj)}\n{r.output}")
 
     def _preprocess(self, unit: Unit, out: str, binds: list[tuple[str, str]]
-                    ) -> tuple[bytes, list[str]]:
+                    ) -> tuple[bytes, list[str] | None]:
         """The unit's preprocessed text and the files it read (from a -M run alongside)."""
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             e = pool.submit(self.run, self._cmd(unit, "-E", f"{out}/unit.ii"), out, binds)
@@ -285,17 +285,19 @@ class Builder:
             raise Unsupported(f"preprocessing failed in the build sandbox: {re_.output[-500:]}")
         with open(os.path.join(out, "unit.ii"), "rb") as f:
             ii = f.read()
-        deps: list[str] = []
-        if rm.code == 0:
+        deps: list[str] | None = None  # unknown: no direct entry
+        if rm.code == 0 and os.path.isfile(os.path.join(out, "unit.d")):
             with open(os.path.join(out, "unit.d")) as f:
                 text = f.read().replace("\\\n", " ")
             deps = [d for d in text.partition(":")[2].split() if d != unit.source]
         return ii, deps
 
-    def _record(self, dkey: str, okey: str, deps: list[str], source: str) -> None:
+    def _record(self, dkey: str, okey: str, deps: list[str] | None, source: str) -> None:
         """The direct entry: valid while every dependency keeps its size and mtime. Only when
         every dependency lies outside the candidate's reach (not under a build or scratch
         directory: absolute paths in system or Python directories)."""
+        if deps is None:
+            return
         entries = []
         for d in deps:
             d = os.path.abspath(d)
@@ -437,8 +439,9 @@ def nvcc_steps(dryrun: str, keep: str) -> tuple[str, list[str], list[set[int]]] 
         if not line.startswith("#$ "):
             continue
         text = line[3:].strip()
-        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", text):
-            assigns.append("export " + text)
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", text)
+        if m:  # values are nvcc's own text (quotes, spaces): exported verbatim, quoted
+            assigns.append(f"export {m.group(1)}={shlex.quote(m.group(2).strip())}")
         elif text:
             commands.append(text)
     if not commands:
