@@ -10,7 +10,7 @@ import traceback
 from typing import Any
 
 from . import PROTOCOL_VERSION
-from .protocol import clean_floats, private_stdio_channel
+from .protocol import RequestError, clean_floats, private_stdio_channel, req_overrides, req_str
 
 
 def handle(req: dict[str, Any]) -> dict[str, Any]:
@@ -26,21 +26,19 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         if op == "evaluate":
             return {"ok": True, "result": evaluate(req)}
         if op == "inspect":
-            return {"ok": True, "result": inspect(str(req["reference"]),
-                                                  {str(k): str(v) for k, v in
-                                                   (req.get("overrides") or {}).items()})}
+            return {"ok": True, "result": inspect(req_str(req, "reference", required=True) or "",
+                                                  req_overrides(req))}
         if op == "analyze":
-            return {"ok": True, "result": analyze(str(req["reference"]),
-                                                  {str(k): str(v) for k, v in
-                                                   (req.get("overrides") or {}).items()})}
+            return {"ok": True, "result": analyze(req_str(req, "reference", required=True) or "",
+                                                  req_overrides(req))}
         if op == "baseline":
             return {"ok": True, "result": baseline(req)}
         if op == "device_info":
-            return {"ok": True, "result": device_info(str(req.get("device") or "cpu"))}
+            return {"ok": True, "result": device_info(req_str(req, "device") or "cpu")}
         if op == "ping":
             return {"ok": True, "result": {}}
-        return {"ok": False, "error": {"kind": "bad_input", "message": f"unknown op {op!r}"}}
-    except BadInput as e:
+        return {"ok": False, "error": {"kind": "bad_input", "message": f"unknown op {repr(op)[:80]}"}}
+    except (BadInput, RequestError) as e:
         return {"ok": False, "error": {"kind": "bad_input", "message": str(e)}}
     except EnvironmentProblem as e:
         return {"ok": False, "error": {"kind": "environment", "message": str(e)}}
@@ -71,8 +69,9 @@ def main() -> int:
     while True:
         try:
             req = channel.receive()
-        except ValueError as e:
-            channel.send({"ok": False, "error": {"kind": "bad_input", "message": f"malformed request: {e}"}})
+        except RequestError as e:
+            channel.send({"ok": False, "error": {"kind": "bad_input",
+                                                 "message": f"malformed request: {e}"}})
             continue
         if req is None or req.get("op") == "shutdown":
             return 0

@@ -28,8 +28,9 @@ from . import integrity, refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, is_library_kernel
 from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
-from .problem import (BadInput, Reference, build_model, load_reference, make_init_inputs,
-                      make_inputs, refresh_inputs)
+from .problem import (BadInput, Reference, SourceDefect, build_reference,
+                      load_reference, make_inputs, read_source, refresh_inputs)
+from .protocol import req_bool, req_float, req_int, req_overrides, req_str
 from .transfer import rebuild
 
 BACKENDS = ("cpu", "cuda", "triton")
@@ -96,32 +97,34 @@ class Options:
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
-        o = Options(reference=str(req["reference"]), candidate=str(req["candidate"]))
-        for key in ("backend", "device", "cache_dir"):
-            if req.get(key) is not None:
-                setattr(o, key, str(req[key]))
-        for key in ("trials", "min_timing_samples", "max_timing_samples", "threads"):
-            if req.get(key) is not None:
-                setattr(o, key, int(req[key]))
-        for key in ("timeout_s", "timing_budget_s", "target_rse"):
-            if req.get(key) is not None:
-                setattr(o, key, float(req[key]))
-        if req.get("seed") is not None:
-            o.seed = int(req["seed"])
-        o.overrides = {str(k): str(v) for k, v in (req.get("overrides") or {}).items()}
-        o.strict = bool(req.get("strict", False))
-        o.no_sandbox = bool(req.get("no_sandbox", False))
-        o.compile_baseline = bool(req.get("compile_baseline", False))
-        o.spare = bool(req.get("spare", False))
-        if req.get("rested") is not None:
-            o.rested = str(req["rested"])
+        """The options of an evaluate request; RequestError (bad input) naming a malformed field."""
+        o = Options(reference=req_str(req, "reference", required=True) or "",
+                    candidate=req_str(req, "candidate", required=True) or "")
+        o.backend = req_str(req, "backend", o.backend) or o.backend
+        o.device = req_str(req, "device")
+        o.cache_dir = req_str(req, "cache_dir")
+        o.trials = req_int(req, "trials", o.trials, 1, 100_000) or o.trials
+        o.min_timing_samples = req_int(req, "min_timing_samples", o.min_timing_samples, 1,
+                                       10**7) or o.min_timing_samples
+        o.max_timing_samples = req_int(req, "max_timing_samples", o.max_timing_samples, 1,
+                                       10**7) or o.max_timing_samples
+        o.threads = req_int(req, "threads", o.threads, 0, 1 << 16) or 0
+        o.timeout_s = req_float(req, "timeout_s", o.timeout_s, 1e-3, 1e7)
+        o.timing_budget_s = req_float(req, "timing_budget_s", o.timing_budget_s, 0.0, 1e7)
+        o.target_rse = req_float(req, "target_rse", o.target_rse, 1e-9, 1.0)
+        o.seed = req_int(req, "seed", None, -(2**63), 2**63 - 1)
+        o.overrides = req_overrides(req)
+        o.strict = req_bool(req, "strict")
+        o.no_sandbox = req_bool(req, "no_sandbox")
+        o.compile_baseline = req_bool(req, "compile_baseline")
+        o.spare = req_bool(req, "spare")
+        o.rested = req_str(req, "rested", o.rested) or o.rested
         if o.rested not in REST_MODES:
             raise BadInput(f"rested must be one of {', '.join(REST_MODES)}, not {o.rested!r}")
         mode = req.get("cuda_graph")
         if isinstance(mode, bool):
             mode = "on" if mode else "off"
-        if mode is not None:
-            o.cuda_graph = str(mode)
+        o.cuda_graph = req_str({"cuda_graph": mode}, "cuda_graph", o.cuda_graph) or o.cuda_graph
         if o.cuda_graph not in CUDA_GRAPH_MODES:
             raise BadInput(f"cuda_graph must be one of {', '.join(CUDA_GRAPH_MODES)}, "
                            f"not {o.cuda_graph!r}")
@@ -585,14 +588,17 @@ class Evaluation:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
         self.device = resolve_device(opts.backend, opts.device)
-        self.ref: Reference = load_reference(opts.reference, opts.overrides)
+        self.ref: Reference = load_reference(opts.reference, opts.overrides,
+                                             time_limit_s=opts.timeout_s)
+        # A candidate file that is no Python source (empty, huge, NUL bytes, not UTF-8) is a
+        # compile_error verdict (run), not bad input: the candidate is what is judged.
+        self.candidate_defect: str | None = None
         try:
-            with open(opts.candidate) as f:
-                self.candidate_source = f.read()
-        except FileNotFoundError:
-            raise BadInput(f"candidate not found: {opts.candidate}") from None
-        except OSError as e:
-            raise BadInput(f"cannot read candidate {opts.candidate}: {e.strerror}") from None
+            self.candidate_source = read_source(opts.candidate, "candidate")
+            self.candidate_hash = hashlib.sha256(self.candidate_source.encode()).hexdigest()
+        except SourceDefect as e:
+            self.candidate_defect = str(e)
+            self.candidate_source, self.candidate_hash = e.preview, e.sha256
         # Trial seeds (and the init seed) come from `seed` or this worker's secret, so the
         # reference's trial outputs can be reused across candidates (refcache.py); everything
         # timed draws from a fresh secret per evaluation (or from `seed`, reproducibly).
@@ -727,10 +733,12 @@ class Evaluation:
                 torch.set_num_threads(self.opts.threads)
             init_seed = self.trial_rng.getrandbits(31)
             self.init_seed = init_seed
-            init_inputs = make_init_inputs(self.ref.module, init_seed)
-            ref_model = build_model(self.ref.module.Model, init_inputs, init_seed, self.device)
+            ref_model = build_reference(self.ref, init_seed, self.device, self.opts.timeout_s)
         self.result = {"runtime_us": timing.stats([]), "ref_runtime_us": timing.stats([]),
                        "speedup": None, "compile_s": None}
+        if self.candidate_defect is not None:
+            self._fail("compile_error", self.candidate_defect)
+            return self._finish(time.monotonic() - start)
         try:
             with self._phase("process_start"):
                 self._start_candidate()
@@ -1593,7 +1601,7 @@ class Evaluation:
                         "source": self.ref.source,
                         "overrides": {k: repr(v) for k, v in self.ref.overrides.items()}},
             "candidate": {"path": self.opts.candidate, "source": self.candidate_source,
-                          "source_hash": hashlib.sha256(self.candidate_source.encode()).hexdigest()},
+                          "source_hash": self.candidate_hash},
         }
 
 
