@@ -78,6 +78,8 @@ def read_source(path: str, role: str) -> str:
         raise BadInput(f"{role} not found: {path}") from None
     except OSError as e:
         raise BadInput(f"cannot read {role} {path}: {e.strerror}") from None
+    except ValueError as e:  # a NUL or an unencodable character in the path
+        raise BadInput(f"cannot read {role} {path!r}: {e}") from None
     digest = hashlib.sha256(raw).hexdigest()
     preview = raw[:65536].decode("utf-8", "replace").replace("\0", "\ufffd")
 
