@@ -25,7 +25,7 @@ from random import Random
 from typing import Any, Iterator, NamedTuple
 
 from . import integrity, refcache, roofline, timing
-from .integrity import NON_COMPUTE_OPS, is_library_kernel
+from .integrity import NON_COMPUTE_OPS, defined_kernel_names, is_library_kernel
 from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
 from .problem import (BadInput, Reference, SourceDefect, build_reference,
@@ -936,7 +936,9 @@ class Evaluation:
                                   "forward_cpu_us": prof.get("forward_cpu_us")}
         if self.device.startswith("cuda"):
             kernels = [k for k in prof.get("kernels", []) if isinstance(k, dict)]
-            custom = [k for k in kernels if not is_library_kernel(str(k.get("name", "")))]
+            defined = defined_kernel_names(self.candidate_source)
+            custom = [k for k in kernels
+                      if not is_library_kernel(str(k.get("name", "")), defined)]
             if not custom:
                 self.out.flag("no_custom_kernel", "no custom GPU kernel ran in the candidate's "
                               "forward; it only launched PyTorch or library kernels" +

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import time
 from typing import Any, Callable
 
@@ -24,14 +25,25 @@ NON_COMPUTE_OPS = {
     "data_ptr", "result_type", "empty_strided_cuda", "_empty_affine_quantized", "dim", "type_as",
     "resolve_conj", "resolve_neg", "_conj", "conj", "_neg_view", "lift", "_has_compatible_shallow_copy_type",
 }
-# Kernel name fragments of PyTorch's own and vendor library kernels.
+# Kernel name fragments of PyTorch's own and vendor library kernels. The distinctive ones name a
+# library whatever the candidate's source says.
 LIBRARY_KERNEL_MARKERS = (
-    "at::native", "at_cuda_detail", "cublas", "cutlass", "xmma", "gemm", "gemv", "cudnn", "sm90_",
-    "sm80_", "ampere_", "volta_", "turing_", "hopper_", "cub::", "thrust::", "elementwise_kernel",
-    "reduce_kernel", "softmax_warp", "cunn_", "Memset", "Memcpy", "flash", "nchwToNhwc",
-    "nhwcToNchw", "implicit_convolve", "splitKreduce", "cuBLAS", "triton_poi_fused",
-    "triton_red_fused", "triton_per_fused",
+    "at::native", "at_cuda_detail", "cublas", "cutlass", "xmma", "cudnn", "sm90_",
+    "sm80_", "ampere_", "volta_", "turing_", "hopper_", "cub::", "thrust::", "cunn_", "Memset",
+    "Memcpy", "nchwToNhwc", "nhwcToNchw", "implicit_convolve", "splitKreduce", "cuBLAS",
+    "triton_poi_fused", "triton_red_fused", "triton_per_fused",
 )
+# Generic words that library kernels carry (cuBLAS's gemv2T_kernel, gemmSN_TN_kernel; PyTorch's
+# elementwise_kernel, reduce_kernel) but that honest kernels are named with too: a kernel whose
+# name holds one is a library kernel unless the candidate's own source defines a kernel of that
+# name (an honest Triton `gemm_kernel` was taken for cuBLAS before this rule).
+GENERIC_KERNEL_MARKERS = ("gemm", "gemv", "flash", "elementwise_kernel", "reduce_kernel",
+                          "softmax_warp")
+_DEFINED_KERNEL = re.compile(
+    r"(?:^|\n)[ \t]*def[ \t]+([A-Za-z_]\w*)[ \t]*\("          # Python (Triton @jit) functions
+    r"|__global__[^;{(]*?\b([A-Za-z_]\w*)[ \t\n]*\(")          # CUDA kernels
+_KERNEL_BASE = re.compile(r"([A-Za-z_]\w*)\s*[<(]")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 
 
 def set_precision_policy() -> None:
@@ -130,8 +142,34 @@ def profile_forward(fn: Callable[..., Any], inputs: list[Any], device: str) -> d
             "outputs_by_torch": by_torch}
 
 
-def is_library_kernel(name: str) -> bool:
-    return any(marker in name for marker in LIBRARY_KERNEL_MARKERS)
+def defined_kernel_names(source: str) -> frozenset[str]:
+    """Names of the functions (Triton kernels among them) and `__global__` kernels that a
+    candidate's source defines; kernel names built at run time are not seen (they stay judged by
+    their name alone)."""
+    text = _LAUNCH_BOUNDS.sub(" ", source or "")
+    return frozenset(a or b for a, b in _DEFINED_KERNEL.findall(text))
+
+
+def _kernel_base(name: str) -> str:
+    """`gemm_kernel` of `void gemm_kernel<float>(float const*, ...)` or of `gemm_kernel`."""
+    text = name.strip()
+    for prefix in ("void ", "__global__ "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    m = _KERNEL_BASE.match(text)
+    base = m.group(1) if m else text.split()[0] if text.split() else ""
+    return base.rsplit("::", 1)[-1]
+
+
+def is_library_kernel(name: str, defined: frozenset[str] = frozenset()) -> bool:
+    """Whether a GPU kernel is PyTorch's or a vendor library's: a distinctive marker, or a
+    generic one on a kernel the candidate's source does not define (`defined`, from
+    defined_kernel_names)."""
+    if any(marker in name for marker in LIBRARY_KERNEL_MARKERS):
+        return True
+    if any(marker in name for marker in GENERIC_KERNEL_MARKERS):
+        return _kernel_base(name) not in defined
+    return False
 
 
 def _cudart() -> Any:

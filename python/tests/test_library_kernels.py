@@ -1,0 +1,62 @@
+"""integrity.is_library_kernel: which GPU kernels count as PyTorch's or a vendor library's for the
+no_custom_kernel rule, and the candidate's own kernels that merely carry a library-like word."""
+from openkernel_worker.integrity import defined_kernel_names, is_library_kernel
+
+TRITON_SOURCE = '''
+import triton
+
+@triton.autotune(configs=[], key=["M"])
+@triton.jit
+def gemm_kernel(a_ptr, b_ptr, c_ptr, M):
+    pass
+'''
+
+CUDA_SOURCE = r'''
+template <typename T>
+__global__ void __launch_bounds__(256, 2) batched_gemv(const T* __restrict__ a, T* y) {}
+
+__global__
+void flash_attention_fwd(
+    const float* q, float* o) {}
+__device__ float gemm_helper(float x) { return x; }
+'''
+
+
+def test_defined_names_cover_triton_and_cuda_kernels() -> None:
+    assert "gemm_kernel" in defined_kernel_names(TRITON_SOURCE)
+    names = defined_kernel_names(CUDA_SOURCE)
+    assert {"batched_gemv", "flash_attention_fwd"} <= names
+    assert "gemm_helper" not in names  # a __device__ function is no kernel
+    assert "__launch_bounds__" not in names
+
+
+def test_own_kernel_with_a_generic_library_word_is_custom() -> None:
+    triton = defined_kernel_names(TRITON_SOURCE)
+    cuda = defined_kernel_names(CUDA_SOURCE)
+    assert not is_library_kernel("gemm_kernel", triton)
+    assert not is_library_kernel("void batched_gemv<float>(float const*, float*)", cuda)
+    assert not is_library_kernel("flash_attention_fwd(float const*, float*)", cuda)
+
+
+def test_generic_word_without_a_definition_stays_library() -> None:
+    # cuBLAS's own names: the candidate's source defines none of them.
+    triton = defined_kernel_names(TRITON_SOURCE)
+    assert is_library_kernel("gemv2T_kernel_val<int, int, float, float, 128, 16, 4, 4>(...)",
+                             triton)
+    assert is_library_kernel("gemmSN_TN_kernel<float, 128, 16, 2, 4>(...)", triton)
+    assert is_library_kernel("gemm_kernel")  # no source known: judged by the name alone
+
+
+def test_distinctive_markers_win_over_any_definition() -> None:
+    # A cheat that defines a dummy kernel named like cuBLAS's gains nothing.
+    fake = "@triton.jit\ndef sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32(x):\n  pass\n"
+    defined = defined_kernel_names(fake)
+    assert is_library_kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", defined)
+    assert is_library_kernel("void at::native::elementwise_kernel<128, 4>(int, ...)",
+                             frozenset({"elementwise_kernel"}))
+    assert is_library_kernel("triton_poi_fused_relu_0", frozenset({"triton_poi_fused_relu_0"}))
+
+
+def test_plain_custom_kernels() -> None:
+    assert not is_library_kernel("relu_kernel")
+    assert not is_library_kernel("_row_softmax(float*, float*, int)")
