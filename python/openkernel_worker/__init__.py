@@ -3,4 +3,4 @@
 The engine (C++) talks to this package over the JSON-lines protocol in docs/worker-protocol.md.
 """
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2

@@ -5,6 +5,7 @@ is bad_input, environment or internal. One request at a time; a failure never en
 """
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Any
@@ -31,6 +32,10 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         if op == "analyze":
             return {"ok": True, "result": analyze(req_str(req, "reference", required=True) or "",
                                                   req_overrides(req))}
+        if op == "prebuild":
+            from .prebuild import prebuild
+
+            return {"ok": True, "result": prebuild(req)}
         if op == "baseline":
             return {"ok": True, "result": baseline(req)}
         if op == "device_info":
@@ -51,9 +56,26 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
                                        "traceback": tb[-3000:]}}
 
 
+def lower_priority() -> None:
+    """OPENKERNEL_WORKER_PRIORITY=idle (the engine's build worker, docs/search.md "Pre-builds"):
+    nice 19 and, where Linux allows, SCHED_IDLE, inherited by every process it starts, so its
+    compiles take only CPU time nothing else wants."""
+    if os.environ.get("OPENKERNEL_WORKER_PRIORITY") != "idle":
+        return
+    try:
+        os.nice(19 - os.nice(0))
+    except OSError:
+        pass
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        pass
+
+
 def main() -> int:
     from .timing import tune_allocator
 
+    lower_priority()
     tune_allocator()
     channel = private_stdio_channel()
     try:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any, Iterator, NamedTuple
 
-from . import integrity, refcache, roofline, timing
+from . import integrity, prebuild, refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, defined_kernel_names, is_library_kernel
 from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
@@ -178,6 +178,7 @@ class CandidateProcess:
         os.set_blocking(self.proc.stdout.fileno(), False)
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
         self.spawned = time.monotonic()
+        self.served: list[dict[str, Any]] = []  # the replies to its build requests
         self.warm_seconds: dict[str, float] = {}  # the candidate's own account, step by step
         self._pending: list[str] = []  # warm stages asked for and not yet answered, in order
         self._failed = ""  # why start-up failed, once known
@@ -313,9 +314,11 @@ class CandidateProcess:
         if self.builder is None:
             return {"ok": False, "message": "this worker serves no builds now"}
         try:
-            return self.builder.serve(request, self.build_roots)
+            reply = self.builder.serve(request, self.build_roots)
         except Exception as e:  # noqa: BLE001 - the candidate falls back to torch's own build
-            return {"ok": False, "message": f"{type(e).__name__}: {e}"}
+            reply = {"ok": False, "message": f"{type(e).__name__}: {e}"}
+        self.served.append(reply)
+        return reply
 
     def _death(self) -> str:
         try:
@@ -584,6 +587,23 @@ def same_inputs(ours: list[Any], theirs: list[Any]) -> bool:
     return True
 
 
+def cache_root_of(opts: Options) -> str:
+    return opts.cache_dir or os.path.join(tempfile.gettempdir(), "openkernel-cache")
+
+
+def candidate_env_of(opts: Options, cache: str) -> dict[str, str]:
+    """A candidate process's environment on any device (Evaluation.candidate_env adds the CUDA
+    architecture; prebuild.py the evaluation device's)."""
+    env = dict(os.environ)
+    env["TORCH_EXTENSIONS_DIR"] = os.path.join(cache, "torch_extensions")
+    env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    env["OPENKERNEL_NATIVE_CACHE"] = os.path.join(cache, "native")
+    env["OPENKERNEL_INLINE_CACHE"] = os.path.join(cache, "inline")  # read-only inside
+    if opts.threads > 0:
+        env["OMP_NUM_THREADS"] = str(opts.threads)
+    return env
+
+
 class Evaluation:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
@@ -615,24 +635,16 @@ class Evaluation:
         self.ceil: dict[str, Any] | None = None  # _ceilings()
 
     def cache_root(self) -> str:
-        return self.opts.cache_dir or os.path.join(tempfile.gettempdir(), "openkernel-cache")
+        return cache_root_of(self.opts)
 
     def extensions_dir(self) -> str:
         """torch's extension builds, one directory per candidate source (set at "load")."""
-        digest = hashlib.sha256(self.candidate_source.encode()).hexdigest()[:16]
-        return os.path.join(self.cache_root(), "torch_extensions", digest)
+        return prebuild.extensions_dir(self.cache_root(), self.candidate_source)
 
     def candidate_env(self) -> dict[str, str]:
         """The candidate process's environment; the same for every candidate of one launch key,
         so a spare started before the candidate was known fits."""
-        env = dict(os.environ)
-        cache = self.cache_root()
-        env["TORCH_EXTENSIONS_DIR"] = os.path.join(cache, "torch_extensions")
-        env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
-        env["OPENKERNEL_NATIVE_CACHE"] = os.path.join(cache, "native")
-        env["OPENKERNEL_INLINE_CACHE"] = os.path.join(cache, "inline")  # read-only inside
-        if self.opts.threads > 0:
-            env["OMP_NUM_THREADS"] = str(self.opts.threads)
+        env = candidate_env_of(self.opts, self.cache_root())
         if self.device.startswith("cuda") and "TORCH_CUDA_ARCH_LIST" not in env:
             import torch
 
@@ -745,8 +757,13 @@ class Evaluation:
                 if self.opts.spare:  # spares start up during load and trials (SparePool)
                     SPARE.fill(self.launch_key(), self.device, self._new_process)
                 SPARE.open_window()
-            with self._phase("load"):
-                loaded = self._load(init_seed)
+            lock = self._wait_for_prebuild()
+            try:
+                with self._phase("load"):
+                    loaded = self._load(init_seed)
+            finally:
+                if lock is not None:
+                    lock.release()
             with self._phase("trials"):
                 checked = loaded and self._trials(ref_model)
             with self._phase("profile"):
@@ -773,6 +790,19 @@ class Evaluation:
                     torch.cuda.empty_cache()
                 SPARE.open_window()  # measurements are over
         return self._finish(time.monotonic() - start)
+
+    def _wait_for_prebuild(self) -> "prebuild.BuildLock | None":
+        """The source's build lock (prebuild.py), held while the candidate loads, so that a
+        pre-build of the same source still running finishes first and this load finds its
+        objects in the cache instead of building them again beside it. The wait shows as
+        phases_s.prebuild_wait. None for candidates that build no extension."""
+        if not prebuild.wants_build(self.candidate_source):
+            return None
+        lock = prebuild.BuildLock(self.cache_root(), prebuild.source_key(self.candidate_source))
+        waited = lock.acquire(self.opts.timeout_s)
+        if waited is None or waited > 0.01:  # it had to wait (and, with None, gave up)
+            self.phases["prebuild_wait"] = self.opts.timeout_s if waited is None else waited
+        return lock if waited is not None else None
 
     def _fail(self, verdict: str, reason: str) -> bool:
         self.out.verdict = verdict
@@ -1597,6 +1627,8 @@ class Evaluation:
                                 "bytes": refcache.CACHE.bytes},
             "worker_wall_s": wall_s,
             "phases_s": {k: round(v, 4) for k, v in self.phases.items()},
+            "inline_build": (prebuild.summarize_builds(self.cand.served)
+                             if self.cand is not None and self.cand.served else None),
             "candidate_process": self.process_start,
             "process_warm_s": dict(self.cand.warm_seconds) if self.cand is not None else {},
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,

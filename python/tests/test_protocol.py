@@ -37,7 +37,7 @@ def test_channel_rejects_non_object_and_nan() -> None:
 
 
 def test_protocol_version() -> None:
-    assert PROTOCOL_VERSION == 1
+    assert PROTOCOL_VERSION == 2
 
 
 def test_handle_ping_and_unknown_op() -> None:

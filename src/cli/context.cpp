@@ -69,7 +69,8 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
                                    cfg.kernelbench_dir);
 }
 
-util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag) {
+util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
+                                        const std::map<std::string, std::string>& env) {
   std::optional<std::string> configured;
   if (!python_flag.empty())
     configured = python_flag;
@@ -80,6 +81,7 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
   eval::WorkerOptions wo;
   wo.pythons = eval::python_candidates(configured);
   wo.resource_root = util::resource_root();
+  wo.env_set = env;
   return eval::Worker::start(wo);
 }
 

@@ -37,7 +37,9 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
                                                     const config::Config& cfg);
 util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg);
 util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets);
-util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag);
+// `env`: added to the worker's environment (the build worker's).
+util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
+                                        const std::map<std::string, std::string>& env = {});
 util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg);
 
 // The backend to run: `requested`, else `gpu_default` when the worker sees a GPU and cpu when it

@@ -9,12 +9,14 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "cli/context.hpp"
 #include "cli/llm_commands.hpp"
 #include "llm/cancel.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
+#include "optimize/prebuild.hpp"
 #include "optimize/prompts.hpp"
 #include "optimize/report.hpp"
 #include "optimize/session.hpp"
@@ -54,6 +56,7 @@ struct OptimizeOptions {
   std::string strategy;
   double stop_at_sol = optimize::kSpeedOfLightStop;
   bool no_compile_baseline = false;
+  std::string prebuild;  // auto, on, off; empty: auto (a resume keeps the session's)
 };
 
 // Live progress on stderr: one line per step, the running best and the money spent.
@@ -119,6 +122,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     session = o.resume;
     if (o.iterations > 0) opts.iterations = o.iterations;  // a resume may extend the search
     if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
+    if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
     // Time budgets are per run: a resume gets the ones it is given.
     opts.budget_wall_s = o.budget_wall_s > 0 ? std::optional(o.budget_wall_s) : std::nullopt;
     opts.budget_device_s = o.budget_device_s > 0 ? std::optional(o.budget_device_s) : std::nullopt;
@@ -152,6 +156,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     opts.strategy = o.strategy;
     opts.stop_at_sol = o.stop_at_sol;
     opts.compile_baseline = !o.no_compile_baseline;
+    if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
     session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
     if (!o.session_id.empty()) {
       auto existing = st->find_session(session);
@@ -248,6 +253,15 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.cancel = &llm::cancel_flag();
   deps.observer = progress(g.quiet);
   deps.cache_dir = util::cache_dir().string();
+  // Pre-builds (docs/search.md): by default on a GPU backend; on the CPU device a compile would
+  // compete with the timed candidate for the cores.
+  if (opts.prebuild == "on" || (opts.prebuild == "auto" && opts.backend != "cpu")) {
+    deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
+    deps.start_build_worker = [&cfg, &o] {
+      return start_worker(*cfg, o.python,
+                          {{"CUDA_VISIBLE_DEVICES", ""}, {"OPENKERNEL_WORKER_PRIORITY", "idle"}});
+    };
+  }
   auto outcome =
       optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
   if (!outcome) return report_error(outcome.error());
@@ -321,6 +335,10 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_option("--stop-at-sol", o->stop_at_sol,
                   "Stop once a correct kernel reaches this fraction of speed of light (default "
                   "0.95; 1 or more: never, e.g. to measure every template point)");
+  cmd->add_option("--prebuild", o->prebuild,
+                  "Build load_inline candidates on spare cores while they wait for the device: "
+                  "auto (on a GPU backend), on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--no-compile-baseline", o->no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");

@@ -60,6 +60,7 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
   if (auto existing = util::getenv_str("PYTHONPATH")) pypath += ":" + *existing;
   so.env_set["PYTHONPATH"] = pypath;
   so.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  for (const auto& [k, v] : opts.env_set) so.env_set[k] = v;
   // The worker needs no credential, and a candidate may see the worker's environment when a GPU
   // sandbox shares the PID namespace: API keys and tokens stay in the engine.
   so.env_unset = util::secret_env_names();

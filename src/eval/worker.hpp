@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,7 +20,7 @@
 
 namespace ok::eval {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 
 // The Pythons to try for the worker, in order: `configured` alone when given (from --python,
 // OPENKERNEL_PYTHON or the config file, resolved by the caller), else every python3 on PATH, then
@@ -30,6 +31,9 @@ struct WorkerOptions {
   std::vector<std::string> pythons;     // tried in order; the first that imports torch serves
   std::filesystem::path resource_root;  // holds python/openkernel_worker
   std::chrono::seconds start_timeout{120};
+  // Added to the worker's environment (the build worker: CUDA_VISIBLE_DEVICES empty and
+  // OPENKERNEL_WORKER_PRIORITY=idle; docs/search.md, "Pre-builds").
+  std::map<std::string, std::string> env_set;
 };
 
 class Worker {

@@ -5,11 +5,14 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "eval/evaluator.hpp"
 #include "eval/record.hpp"
+#include "optimize/prebuild.hpp"
 #include "search/strategy.hpp"
 #include "util/paths.hpp"
 #include "util/strings.hpp"
@@ -40,7 +43,8 @@ json Options::to_json() const {
             {"in_flight", in_flight},
             {"strategy", strategy},
             {"stop_at_sol", stop_at_sol},
-            {"compile_baseline", compile_baseline}};
+            {"compile_baseline", compile_baseline},
+            {"prebuild", prebuild}};
   j["budget_wall_s"] = budget_wall_s ? json(*budget_wall_s) : json(nullptr);
   j["budget_device_s"] = budget_device_s ? json(*budget_device_s) : json(nullptr);
   j["level"] = level ? json(*level) : json(nullptr);
@@ -80,6 +84,7 @@ Options Options::from_json(const json& j) {
   o.strategy = j.value("strategy", std::string());
   o.stop_at_sol = j.value("stop_at_sol", kSpeedOfLightStop);
   o.compile_baseline = j.value("compile_baseline", true);
+  o.prebuild = j.value("prebuild", std::string("auto"));
   return o;
 }
 
@@ -227,11 +232,21 @@ struct Flight {
   bool on_device = false;
   std::future<util::Result<json>> evaluation;
   Clock::time_point eval_started;
-  size_t index = 0;  // into the session's attempts, once recorded
+  size_t index = 0;                     // into the session's attempts, once recorded
+  std::optional<Generation> generated;  // taken from `generation` once it is ready
+  bool offered = false;                 // considered for a pre-build
 };
 
-bool ready(const std::future<Generation>& f) {
-  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+// The flight's generation, taken from its future the first time (the future must be ready).
+Generation& generated(Flight& f) {
+  if (!f.generated) f.generated = f.generation.get();
+  return *f.generated;
+}
+
+bool generation_ready(const Flight& f) {
+  return f.generated.has_value() ||
+         (f.generation.valid() &&
+          f.generation.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
 }
 
 class Loop {
@@ -265,6 +280,7 @@ class Loop {
                      planner_->space().empty()
                          ? ""
                          : fmt::format(", {} template points", planner_->space().size())));
+    start_prebuilds();
     started_ = Clock::now();
     out_.stop_reason = "iterations";
     std::string stopping;  // why no new work is issued ("" while running)
@@ -278,6 +294,7 @@ class Loop {
       if (flights_.empty()) break;
       const bool drop = stopping == "interrupted" || stopping == "error";
       const bool no_device = stopping == "wall_time" || stopping == "device_time";
+      if ((drop || no_device) && prebuild_) prebuild_->stop();  // nothing more will be evaluated
       if (drop) {
         // Ctrl-C: attempts not on the device yet are abandoned (their directions replay on
         // resume); the one on the device comes back cancelled and is kept.
@@ -309,7 +326,7 @@ class Loop {
       if (!device_) {
         for (auto& f : flights_) {
           if (f.evaluated || f.on_device) continue;
-          if (ready(f.generation)) {
+          if (generation_ready(f)) {
             if (auto r = start(f, no_device || drop); !r) return std::unexpected(r.error());
             if (!f.stop.empty() && stopping.empty()) stopping = f.stop;
             progressed = true;
@@ -317,6 +334,8 @@ class Loop {
           break;
         }
       }
+      // What still waits for the device is built meanwhile (one that went to it just now is not).
+      if (prebuild_ && !drop && !no_device) offer_prebuilds();
       if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     if (!stopping.empty())
@@ -325,6 +344,7 @@ class Loop {
       out_.stop_reason = "exhausted";
     out_.status = out_.stop_reason == "interrupted" ? "interrupted" : "finished";
     out_.cost_usd = spent();
+    if (prebuild_) prebuild_->stop();
     if (out_.best) {
       const Attempt& b = out_.attempts[*out_.best];
       out_.best_path = o_.out_dir / ("best_" + sanitize(p_.name) + ".py");
@@ -506,7 +526,8 @@ class Loop {
   // budget or Ctrl-C, a candidate kept unevaluated) is settled and recorded at once; a candidate
   // goes to the device, whose result complete() takes.
   util::Result<void> start(Flight& f, bool no_device) {
-    Generation g = f.generation.get();
+    Generation g = std::move(generated(f));
+    if (prebuild_) prebuild_->withdraw(f.direction.sequence);
     Attempt& a = f.attempt;
     a.number = f.direction.sequence;
     a.generator = d_.generator->name();
@@ -654,6 +675,46 @@ class Loop {
     return {};
   }
 
+  // The build workers for this session, when the CLI asked for pre-builds.
+  void start_prebuilds() {
+    if (d_.prebuild_slots <= 0 || !d_.start_build_worker) return;
+    json req = {{"reference", o_.reference}, {"backend", o_.backend},
+                {"overrides", o_.overrides}, {"trials", o_.trials},
+                {"timeout_s", o_.timeout_s}, {"timing_budget_s", o_.timing_budget_s},
+                {"threads", o_.threads},     {"cache_dir", d_.cache_dir}};
+    if (o_.no_sandbox) req["no_sandbox"] = true;
+    // The evaluation device's architecture, as the main worker sets TORCH_CUDA_ARCH_LIST.
+    if (o_.backend != "cpu" && p_.device.is_object() && p_.device.contains("compute_capability") &&
+        p_.device["compute_capability"].is_string())
+      req["cuda_arch"] = p_.device["compute_capability"];
+    prebuild_ =
+        std::make_unique<PreBuilder>(d_.start_build_worker, std::move(req), d_.prebuild_slots,
+                                     o_.timeout_s, [this](const std::string& text) {
+                                       std::lock_guard lock(warn_mutex_);
+                                       pending_warnings_.push_back(text);
+                                     });
+  }
+
+  // Generated candidates not on the device yet go to the build workers (in issue order), their
+  // files written now under the name the evaluation will use.
+  void offer_prebuilds() {
+    {
+      std::lock_guard lock(warn_mutex_);  // warnings from the slots' threads, emitted here
+      for (auto& w : pending_warnings_) emit("warning", 0, 0, w);
+      pending_warnings_.clear();
+    }
+    for (auto& f : flights_) {
+      if (f.offered || f.evaluated || f.on_device || !generation_ready(f)) continue;
+      f.offered = true;
+      const Generation& g = generated(f);
+      if (g.source.empty() || !g.error.empty() || !wants_prebuild(g.source)) continue;
+      const auto path =
+          o_.out_dir / "attempts" / fmt::format("attempt_{:03d}.py", f.direction.sequence);
+      if (!util::write_file(path, g.source)) continue;  // start() reports a write failure
+      prebuild_->submit(f.direction.sequence, path.string());
+    }
+  }
+
   bool diagnosed(const Flight& f) const {
     return !f.diagnosis.valid() ||
            f.diagnosis.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -695,6 +756,7 @@ class Loop {
     out_.search["strategy"] = strategy_.id;
     out_.search["intents"] = j["intents"].size();
     out_.search["intents_json"] = (o_.out_dir / "intents.json").string();
+    if (prebuild_) out_.search["prebuild"] = prebuild_->summary();
     if (auto w = d_.store->put_search_state(id_, "intents", j.dump()); !w)
       emit("warning", 0, 0, "the intent tree was not saved: " + w.error().message);
     (void)util::write_file(o_.out_dir / "intents.json", j.dump(2) + "\n");
@@ -796,6 +858,9 @@ class Loop {
   double device_s_ = 0;
   Clock::time_point first_eval_{}, last_eval_end_{};
   int evaluations_ = 0;
+  std::mutex warn_mutex_;  // before prebuild_: its threads use these until it is destroyed
+  std::vector<std::string> pending_warnings_;
+  std::unique_ptr<PreBuilder> prebuild_;
 };
 }  // namespace
 

@@ -63,6 +63,9 @@ struct Options {
   // measurements keep going to see every point).
   double stop_at_sol = kSpeedOfLightStop;
   bool compile_baseline = true;  // time torch.compile(reference) once, on the GPU
+  // Pre-builds of load_inline candidates in a GPU-less build worker (docs/search.md): auto (on
+  // a GPU backend), on, off.
+  std::string prebuild = "auto";
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);
@@ -101,7 +104,8 @@ struct Outcome {
   nlohmann::json device;
   std::string error;  // why the session failed, when it did
   // The search: policy, strategy, problem class, in_flight, device_busy_s, wall_s,
-  // device_busy_fraction, evaluations, evaluations_to_best, decisions, and the intent tree.
+  // device_busy_fraction, evaluations, evaluations_to_best, decisions, and the intent tree;
+  // `prebuild` (PreBuilder::summary) when pre-builds ran.
   nlohmann::json search = nlohmann::json::object();
 };
 
@@ -115,6 +119,9 @@ struct Dependencies {
   const std::atomic<bool>* cancel = nullptr;
   Observer observer;
   std::string cache_dir;
+  // Pre-builds (docs/search.md, "Pre-builds"): build workers for this many slots, 0 for none.
+  std::function<util::Result<eval::Worker>()> start_build_worker;
+  int prebuild_slots = 0;
 };
 
 // Gathers what the agents need from the worker: the graph, the inspection, the device.
