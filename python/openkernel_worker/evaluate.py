@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any, Iterator, NamedTuple
 
+from . import floor_counts
 from . import integrity, prebuild, refcache, roofline, timing
 from .integrity import NON_COMPUTE_OPS, defined_kernel_names, is_library_kernel
-from .roofline import unavoidable_bytes
 from .compare import Comparison, compare_values, dtype_name, flatten
 from .problem import (BadInput, Reference, SourceDefect, build_reference,
                       load_reference, make_inputs, read_source, refresh_inputs)
@@ -633,6 +633,9 @@ class Evaluation:
         self.phases: dict[str, float] = {}
         self.process_start = "fresh"  # or "spare": a process started before this evaluation
         self.ceil: dict[str, Any] | None = None  # _ceilings()
+        self.counts: floor_counts.Counts | None = None  # the floor's counts (_early_counts)
+        self.counts_note = ""  # why the counts could not be cached, if so
+        self.trial_signature: list[Any] | None = None  # the trial inputs' (all alike), or None
 
     def cache_root(self) -> str:
         return cache_root_of(self.opts)
@@ -687,13 +690,14 @@ class Evaluation:
         EARLY.append(cand)
         self.cand, self.scratch = cand, cand.scratch
 
-    def _start_candidate(self) -> None:
+    def _start_candidate(self, ref_model: Any = None) -> None:
         """The process _launch_early started (or, without one, a spare when one fits and is
         alive, else a new one); either way started up ("warm") before the candidate is loaded.
         A new process on a GPU gets the device's bandwidth measured (or checked against the
-        cache) while it imports, before its own device work starts. A spare that fails to start
-        is replaced once; a new process that cannot start is the machine's problem
-        (EnvironmentProblem), not the candidate's: no candidate code has run."""
+        cache) while it imports, before its own device work starts; then, while it starts up,
+        the floor's counts are taken (_early_counts: no measurement runs then). A spare that
+        fails to start is replaced once; a new process that cannot start is the machine's
+        problem (EnvironmentProblem), not the candidate's: no candidate code has run."""
         cand = self.cand if self.cand is not None and self.cand in EARLY else None
         if cand is not None:
             EARLY.remove(cand)
@@ -704,6 +708,8 @@ class Evaluation:
         self.cand, self.scratch = cand, cand.scratch
         if self.process_start == "fresh" and self.device.startswith("cuda"):
             self._ceilings()  # the process is still importing: the device is quiet
+            cand.start_gpu()  # nothing below measures: its device stage may start
+        self._early_counts(ref_model, count=self.process_start == "fresh")
         reply, why = cand.wait_warm(self.opts.timeout_s)
         if reply is None and self.process_start == "spare":
             discard(cand)
@@ -713,6 +719,36 @@ class Evaluation:
             reply, why = cand.wait_warm(self.opts.timeout_s)
         if reply is None:
             raise EnvironmentProblem(f"the candidate process could not start: {why}")
+
+    def _early_counts(self, ref_model: Any, count: bool) -> None:
+        """The physical floor's counts (floor_counts.py) from this worker's memo or the disk
+        cache, or with `count` (a new process is still starting: seconds in which the worker
+        would only wait) counted now on fresh inputs. The reference's buffers (a BatchNorm's
+        running statistics) are restored afterwards, so the trials see the model as built.
+        Any failure leaves the counts to _physical_floor, which meets and reports it as
+        before."""
+        import torch
+
+        if ref_model is None:
+            return
+        try:
+            k = floor_counts.key(self.ref.source_hash, self.ref.overrides, self.device, ref_model)
+            got = floor_counts.lookup(self.cache_root(), k)
+            if got is None and count:
+                buffers = ([(b, b.detach().clone()) for b in ref_model.buffers()]
+                           if isinstance(ref_model, torch.nn.Module) else [])
+                seed = (Random(f"{self.opts.seed}/floor").getrandbits(31)
+                        if self.opts.seed is not None else secrets.randbits(31))
+                inputs = make_inputs(self.ref.module, seed, self.device)
+                got = floor_counts.count(ref_model, inputs)
+                del inputs
+                with torch.no_grad():
+                    for b, saved in buffers:
+                        b.copy_(saved)
+                self.counts_note = floor_counts.remember(self.cache_root(), k, got)
+            self.counts = got
+        except Exception:  # noqa: BLE001 - counted (and reported) again at the floor
+            self.counts = None
 
     def _stage_files(self) -> tuple[str, str]:
         """Copies of the candidate and the reference inside the candidate's scratch directory,
@@ -753,7 +789,7 @@ class Evaluation:
             return self._finish(time.monotonic() - start)
         try:
             with self._phase("process_start"):
-                self._start_candidate()
+                self._start_candidate(ref_model)
                 if self.opts.spare:  # spares start up during load and trials (SparePool)
                     SPARE.fill(self.launch_key(), self.device, self._new_process)
                 SPARE.open_window()
@@ -877,6 +913,9 @@ class Evaluation:
         for trial in range(self.opts.trials):
             seed = self.trial_rng.getrandbits(31)
             inputs = make_inputs(self.ref.module, seed, self.device)
+            sig = floor_counts.signature(inputs)
+            if trial == 0 or self.trial_signature != sig:
+                self.trial_signature = sig if trial == 0 else None  # the floor's counts fit?
             expected = self._expected(ref_model, seed, inputs)
             reply = self._ask({"op": "run", "seed": seed}, f"correctness trial {trial + 1}")
             if reply is None:
@@ -1006,20 +1045,30 @@ class Evaluation:
         return self.ceil
 
     def _physical_floor(self, ref_model: Any) -> None:
+        """The floor check, with the counts taken early (_early_counts) when they were counted
+        on inputs shaped like the trials', else counted now on fresh inputs."""
         import torch
-
-        from .inspect_problem import count_flops
 
         c = self.result["runtime_us"]["median"]
         if not c:
             return
-        inputs = make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
-        flops, outputs, _ = count_flops(ref_model, inputs)
-        nbytes = unavoidable_bytes(ref_model, inputs, outputs)
-        del inputs, outputs
+        counted_now = not floor_counts.usable(self.counts, self.trial_signature)
+        if counted_now:
+            inputs = make_inputs(self.ref.module, self.rng.getrandbits(31), self.device)
+            counts = floor_counts.count(ref_model, inputs)
+            del inputs
+            if counts.input_signature == self.trial_signature:  # the next evaluation's
+                k = floor_counts.key(self.ref.source_hash, self.ref.overrides, self.device,
+                                     ref_model)
+                self.counts_note = floor_counts.remember(self.cache_root(), k, counts)
+        else:
+            assert self.counts is not None
+            counts = self.counts
+        flops, nbytes = counts.flops, floor_counts.unavoidable_bytes(counts, ref_model)
         ceil = self._ceilings()
         floor = roofline.floor_us(flops, nbytes, ceil)
         self.result["roofline"] = {"flops": flops, "bytes": nbytes, "floor_us": floor,
+                                   "counts_source": counts.source,
                                    "bandwidth_bytes_per_s": ceil["bandwidth"],
                                    "bandwidth_source": ceil["bandwidth_source"],
                                    "bandwidth_s": ceil["bandwidth_s"],
@@ -1031,7 +1080,9 @@ class Evaluation:
             self.out.flag("below_physical_floor", f"the candidate's median {c:.1f} us is below the "
                           f"physical floor of {floor:.1f} us ({nbytes} bytes at the measured "
                           f"{ceil['bandwidth'] / 1e9:.0f} GB/s, {flops} FLOP)", reject=True)
-        if self.device.startswith("cuda"):
+        if self.counts_note:
+            self.result["roofline"]["counts_note"] = self.counts_note
+        if counted_now and self.device.startswith("cuda"):
             torch.cuda.empty_cache()
 
     def _time(self, ref_model: Any) -> None:
