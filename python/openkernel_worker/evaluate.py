@@ -838,7 +838,10 @@ class Evaluation:
         waited = lock.acquire(self.opts.timeout_s)
         if waited is None or waited > 0.01:  # it had to wait (and, with None, gave up)
             self.phases["prebuild_wait"] = self.opts.timeout_s if waited is None else waited
-        return lock if waited is not None else None
+        if waited is None:
+            return None
+        prebuild.remove_stale_batons(self.extensions_dir())  # from a build killed earlier
+        return lock
 
     def _fail(self, verdict: str, reason: str) -> bool:
         self.out.verdict = verdict

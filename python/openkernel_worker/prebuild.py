@@ -109,7 +109,9 @@ def summarize_builds(served: list[dict[str, Any]]) -> dict[str, Any]:
 def remove_stale_batons(ext_dir: str) -> int:
     """torch's FileBaton `lock` files left in the build directories by a killed process (a
     later load_inline of the same source would wait on them forever). Call it only while holding
-    the source's BuildLock."""
+    the source's BuildLock: every worker builds a source only under it, so a baton found then
+    belongs to a process that is gone (a pre-build or an evaluation killed by Ctrl-C, whose
+    cleanup never ran)."""
     removed = 0
     for path in glob.glob(os.path.join(ext_dir, "*", "lock")):
         try:
@@ -166,6 +168,7 @@ def _build(opts: Any, root: str, source: str, arch: str | None) -> dict[str, Any
     if arch and "TORCH_CUDA_ARCH_LIST" not in env:
         env["TORCH_CUDA_ARCH_LIST"] = arch  # as the evaluation sets it for its device
     ext = extensions_dir(root, source)
+    remove_stale_batons(ext)  # left by a process killed mid-build (Ctrl-C kills this worker too)
     scratch = tempfile.mkdtemp(prefix="openkernel-prebuild-")
     cand: CandidateProcess | None = None
     out: dict[str, Any] = {"status": "died"}

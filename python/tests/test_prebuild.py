@@ -136,6 +136,10 @@ def test_prebuild_then_evaluation_hits(write: Callable[[str, str], str], tiny_re
     assert out["status"] == "built", out
     assert out["builds"]["units"].get("built", 0) + out["builds"]["units"].get("hit", 0) >= 1
     assert not list(Path(cache, "torch_extensions").rglob("lock"))
+    # A baton left by a process killed mid-build (Ctrl-C) must not make the evaluation wait.
+    build_dirs = [p for p in Path(cache, "torch_extensions").glob("*/*") if p.is_dir()]
+    assert build_dirs
+    (build_dirs[0] / "lock").write_text("")
     r = _evaluate(tiny_reference, cand, cache)
     assert r["verdict"] == "correct", r.get("reasons")
     units = r["inline_build"]["units"]

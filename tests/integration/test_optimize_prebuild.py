@@ -133,5 +133,5 @@ def test_ctrl_c_during_a_prebuild_leaves_nothing(tmp_path: Path, cache: Path) ->
     assert proc.returncode == 130, err
     assert json.loads(out.strip().splitlines()[-1])["status"] == "interrupted"
     assert not gone(tmp_path), "processes left after Ctrl-C"
-    # The batons of the killed build are cleaned: nothing a later build would wait on.
-    assert not list((cache / "openkernel" / "torch_extensions").rglob("lock"))
+    # A killed build may leave torch's baton; the next holder of the source's lock removes it
+    # (python/tests/test_prebuild.py checks that an evaluation then does not wait on it).
