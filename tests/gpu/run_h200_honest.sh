@@ -6,6 +6,8 @@
 # Limits (a fresh machine: empty nvcc, Triton and torch caches; a cold load_inline CUDA build is
 # about 55 s there, a CLI evaluation about 20 s):
 #   1. probe    sandbox probe                                              (15 s)
+#   1b. prewarm every load_inline extension built at once through the CLI (verdicts discarded),
+#               so the counted evaluations below hit the build cache          (240 s)
 #   2. direct   every GPU case without the engine, 8 at a time (builds in parallel): tells a
 #               wrong kernel from a wrong verdict                          (300 s)
 #   3. triton   the Triton cases (6 evaluations)                           (300 s)
@@ -20,7 +22,7 @@
 # .device). Results in $OUT: log.txt, steps.tsv (step, rc, seconds), honest.tsv (case, verdict,
 # flags, timing mode, speedup, seconds, reasons; appended by every evaluation step), <case>.json
 # and <case>.err (the CLI's output), direct.tsv, pytest_<step>.txt.
-# STEPS="probe direct triton cuda_a cuda_b" selects steps (default: all of them).
+# STEPS="probe direct prewarm triton cuda_a cuda_b" selects steps (default: all of them).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/openkernel-gpu}
@@ -32,7 +34,7 @@ export OPENKERNEL_BWRAP=${OPENKERNEL_BWRAP:-$PWD/.device/bin/bwrap}
 export OPENKERNEL_PYTHON=${OPENKERNEL_PYTHON:-$(command -v python3)}
 export OPENKERNEL_HONEST_OUT=$OUT OPENKERNEL_HONEST_CACHE=${OPENKERNEL_HONEST_CACHE:-/tmp/okhonest}
 export OUT
-STEPS=${STEPS:-probe direct triton cuda_a cuda_b}
+STEPS=${STEPS:-probe direct prewarm triton cuda_a cuda_b}
 mkdir -p "$OPENKERNEL_HONEST_CACHE"
 [ -f "$OUT/steps.tsv" ] || printf 'step\trc\tseconds\n' > "$OUT/steps.tsv"
 
@@ -61,7 +63,33 @@ group() {  # one batch of GPU cases through the CLI, one evaluation at a time
   return "${PIPESTATUS[0]}"
 }
 
-export -f probe group
+prewarm() {  # every load_inline case's extension built at once (16 cores), verdicts discarded:
+  # the evaluations that count then find their builds in the shared cache and run one at a time
+  python3 - <<'PY'
+import os, subprocess, sys
+sys.path.insert(0, "tests/honest")
+from honest_cases import CASES, HERE
+seen, procs = set(), []
+for name, case in CASES.items():
+    if not case.gpu or case.candidate in seen or "load_inline(" not in (HERE / case.candidate).read_text():
+        continue
+    seen.add(case.candidate)
+    env = dict(os.environ, XDG_CACHE_HOME=os.environ["OPENKERNEL_HONEST_CACHE"],
+               XDG_DATA_HOME=f"/tmp/okprewarm/{name}", XDG_CONFIG_HOME=f"/tmp/okprewarm/{name}")
+    args = [os.environ["OPENKERNEL_BIN"], "evaluate", "--reference", str(HERE / case.reference),
+            "--candidate", str(HERE / case.candidate), "--backend", case.backend, "--trials", "1",
+            "--timing-budget", "0.1", "--timeout", "400", "--db", f"/tmp/okprewarm/{name}.db"]
+    if os.environ.get("OPENKERNEL_NO_SANDBOX") == "1":
+        args.append("--no-sandbox")
+    os.makedirs(f"/tmp/okprewarm/{name}", exist_ok=True)
+    procs.append((name, subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)))
+for name, p in procs:
+    print(name, "prewarm rc", p.wait(), flush=True)
+PY
+}
+
+export -f probe group prewarm
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
@@ -76,6 +104,7 @@ export -f probe group
       fi ;;
   esac
   step direct 300 'PYTHONPATH=python python3 tests/honest/direct_check.py --jobs 8 --timeout 280 --out "$OUT/direct.tsv"'
+  step prewarm 240 prewarm
   step triton 300 "group triton"
   step cuda_a 540 "group cuda_a"
   step cuda_b 540 "group cuda_b"
