@@ -33,12 +33,16 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from . import inline_link, inline_nvcc
 from .inline_build import Job, Unit, Unsupported, parse_ninja, unsafe_flag
 
 CACHE_ENV = "OPENKERNEL_INLINE_CACHE"
 PCH_HEADER = "#include <torch/extension.h>"
+SOURCE_SUFFIXES = (".cpp", ".cu", ".cc", ".cxx", ".c")
+EXTENSION_NAME = re.compile(r"(?<=\s)-DTORCH_EXTENSION_NAME=\S+(\s|$)")
 LINE_MARKER = re.compile(rb'^(# ?(?:line )?\d+ ")([^"\n]*)(")', re.M)
 _IDENTITY: dict[tuple[str, int, int], str] = {}
+_LINKERS: dict[str, tuple[str, list[str]]] = {}
 
 
 class CompileFailed(Exception):
@@ -80,7 +84,7 @@ class Builder:
         # Work directories (snapshots of candidates' sources, builds in progress) live beside the
         # cache, not in it: the cache is visible (read-only) to every candidate, these are not.
         self.work = self.cache + ".work"
-        for sub in ("objects", "direct", "pch"):
+        for sub in ("objects", "direct", "pch", "libs"):
             os.makedirs(os.path.join(self.cache, sub), exist_ok=True)
         os.makedirs(self.work, exist_ok=True)
         self.env = dict(env)
@@ -143,26 +147,49 @@ class Builder:
     # -- snapshot ---------------------------------------------------------------------------
 
     def snapshot(self, build_dir: str, roots: Sequence[str], snap: str) -> Job:
-        """Copies build.ninja and the units' sources into snap (as snap/<i>/<name>) from inside
-        a sandbox that sees only `roots`; returns the job parsed from the copy, with each unit's
-        source mapped to its copy in `copies`."""
+        """Copies build.ninja and the units' sources into snap (unit i's as snap/src/<i>) from
+        inside a sandbox that sees only `roots`; returns the job parsed from the copy, its
+        objects, output and link command naming the build directory again."""
         build_dir = os.path.abspath(build_dir)
         if not any(_inside(os.path.realpath(build_dir), os.path.realpath(r)) for r in roots):
             raise Unsupported(f"build directory {build_dir} is outside the candidate's "
                               f"directories")
-        self._copy([os.path.join(build_dir, "build.ninja")], roots, snap, "ninja")
+        # One sandbox start for build.ninja and the sources beside it (load_inline's main.cpp,
+        # cuda.cu): a start costs about 0.25 s, most of a warm build.
+        try:
+            names = sorted(n for n in os.listdir(build_dir) if n.endswith(SOURCE_SUFFIXES))
+        except OSError:
+            names = []
+        first = [os.path.join(build_dir, n) for n in ["build.ninja", *names]]
+        self._copy(first, roots, snap, "ninja", required=1)
         shutil.copyfile(os.path.join(snap, "ninja", "0"), os.path.join(snap, "build.ninja"))
         job = parse_ninja(snap)
         job.build_dir = build_dir
         for u in job.units:  # objects were resolved against the snapshot; restore
-            u.obj = os.path.join(build_dir, os.path.relpath(u.obj, snap))
-        self._copy([u.source for u in job.units], roots, snap, "src")
+            real = os.path.join(build_dir, os.path.relpath(u.obj, snap))
+            job.link = job.link.replace(shlex.quote(u.obj), shlex.quote(real))
+            u.obj = real
+        real = os.path.join(build_dir, os.path.relpath(job.output, snap))
+        job.link, job.output = job.link.replace(shlex.quote(job.output), shlex.quote(real)), real
+        have = {p: os.path.join(snap, "ninja", str(i)) for i, p in enumerate(first)
+                if i and os.path.isfile(os.path.join(snap, "ninja", str(i)))}
+        rest = [u.source for u in job.units if u.source not in have]
+        if rest:
+            self._copy(rest, roots, snap, "more")
+        os.makedirs(os.path.join(snap, "src"))
+        for i, u in enumerate(job.units):
+            got = have.get(u.source) or os.path.join(snap, "more", str(rest.index(u.source)))
+            shutil.copyfile(got, os.path.join(snap, "src", str(i)))
         return job
 
-    def _copy(self, paths: list[str], roots: Sequence[str], snap: str, sub: str) -> None:
+    def _copy(self, paths: list[str], roots: Sequence[str], snap: str, sub: str,
+              required: int | None = None) -> None:
+        """Copies paths[i] to snap/sub/i from inside a sandbox that sees only `roots`; the first
+        `required` (all by default) must be readable, the others are skipped when not."""
         dest = os.path.join(snap, sub)
         os.makedirs(dest, exist_ok=True)
-        script = "; ".join(f"cat -- {shlex.quote(p)} > {shlex.quote(os.path.join(dest, str(i)))}"
+        script = "; ".join(f"{{ cat -- {shlex.quote(p)} > {shlex.quote(os.path.join(dest, str(i)))}"
+                           f" || rm -f {shlex.quote(os.path.join(dest, str(i)))}; }}"
                            for i, p in enumerate(paths)) + "; true"
         if self.sandboxed:
             r = self.run(script, dest, binds=[(r, r) for r in roots if os.path.exists(r)])
@@ -173,7 +200,7 @@ class Builder:
                     raise Unsupported(f"source {p} is outside the candidate's directories")
             r = Run(subprocess.run(["/bin/sh", "-c", script], stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT).returncode, "")
-        for i, p in enumerate(paths):
+        for i, p in enumerate(paths[:len(paths) if required is None else required]):
             if r.code != 0 or not os.path.isfile(os.path.join(dest, str(i))):
                 raise Unsupported(f"could not read {p}: {r.output.strip()[-300:]}")
 
@@ -195,14 +222,61 @@ class Builder:
                     path, info = f.result()
                     objects[u.obj] = path
                     units.append(info)
-            return {"ok": True, "objects": objects, "units": units,
-                    "seconds": round(time.monotonic() - t0, 3)}
+            reply = {"ok": True, "objects": objects, "units": units}
+            library, reply["link"] = self.link(job, objects, roots)
+            if library:
+                reply["library"] = library
+            reply["seconds"] = round(time.monotonic() - t0, 3)
+            return reply
         except CompileFailed as e:
             return {"ok": False, "compile_error": True, "output": e.output[-20000:]}
         except (Unsupported, OSError) as e:
             return {"ok": False, "message": str(e)}
         finally:
             shutil.rmtree(snap, ignore_errors=True)
+
+    def linker(self, command: str) -> tuple[str, list[str]]:
+        """(identity, library directories) of a link command's driver and the ld it runs."""
+        driver = shlex.split(command)[0]
+        ident = self.identity(command)
+        if ident not in _LINKERS:
+            exe = shutil.which(driver, path=self.env.get("PATH")) if "/" not in driver else driver
+            ld = inline_link.linker_program(str(exe), self.env)
+            dirs = inline_link.search_dirs(str(exe), self.env)
+            _LINKERS[ident] = (_sha(ident, self.identity(ld), dirs), dirs)
+        return _LINKERS[ident]
+
+    def link(self, job: Job, objects: dict[str, str], roots: Sequence[str]
+             ) -> tuple[str | None, dict[str, Any]]:
+        """The cached library for the job's link (path, what happened); (None, why) when the
+        candidate links it itself: a link this cannot key, or one that failed here (the
+        candidate's own link then reports it as torch does)."""
+        t0 = time.monotonic()
+        try:
+            bad = inline_link.unsafe_link_flag(job.link)
+            if bad:
+                raise inline_link.NotCacheable(f"{bad} changes the linker")
+            ident, dirs = self.linker(job.link)
+            holders = {shlex.quote(u.obj): "@OBJ:" + os.path.basename(objects[u.obj])[:-2] + "@"
+                       for u in job.units}
+            template, libs = inline_link.link_inputs(job.link, holders, job.output,
+                                                     job.build_dir, list(roots), dirs)
+        except (inline_link.NotCacheable, Unsupported, OSError, ValueError) as e:
+            return None, {"result": "not cached", "reason": str(e)[:300]}
+        lkey = _sha("link", ident, template, libs)
+        lib = os.path.join(self.cache, "libs", lkey + ".so")
+        if os.path.isfile(lib):
+            return lib, {"result": "hit", "seconds": round(time.monotonic() - t0, 3)}
+        out = tempfile.mkdtemp(prefix="link-", dir=self.work)
+        try:
+            paths = {holders[shlex.quote(u.obj)]: objects[u.obj] for u in job.units}
+            r = self.run(inline_link.substitute(template, paths, f"{out}/lib.so"), out)
+            if r.code != 0 or not os.path.isfile(os.path.join(out, "lib.so")):
+                return None, {"result": "failed here", "reason": r.output[-300:]}
+            self._store(os.path.join(out, "lib.so"), lib)
+            return lib, {"result": "built", "seconds": round(time.monotonic() - t0, 3)}
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
 
     def unit(self, job: Job, unit: Unit, copy: str) -> tuple[str, dict[str, Any]]:
         """The cached object for one unit: (path in the cache, what happened)."""
@@ -241,7 +315,7 @@ class Builder:
                 if unit.kind == "cxx" and source.lstrip().startswith(PCH_HEADER.encode()):
                     self._compile_pch(unit, out, binds, info)
                 elif unit.kind == "cuda":
-                    self._compile_cuda(unit, out, binds, info)
+                    self._compile_cuda(unit, out, binds, info, okey)
                 else:
                     self._check(self.run(self._cmd(unit, "-c", f"{out}/unit.o"), out, binds),
                                 unit)
@@ -351,8 +425,15 @@ class Builder:
         self._check(r, unit)
 
     def _pch(self, unit: Unit, info: dict[str, Any]) -> str | None:
-        pkey = _sha("pch", self.identity(unit.command),
-                    unit.command.replace(os.path.dirname(unit.source), "@DIR@"))
+        """The precompiled header for the unit's flags without -DTORCH_EXTENSION_NAME, so one
+        serves every extension name: torch/extension.h does not reference that macro, and GCC
+        accepts a header built without a macro the unit defines when the header never used it
+        (one built with another value it refuses: "not used because `TORCH_EXTENSION_NAME'
+        defined as ..."). Should a header ever use it, -Winvalid-pch reports the refusal and the
+        unit compiles from the text, correct either way."""
+        command = EXTENSION_NAME.sub("", unit.command)
+        pkey = _sha("pch", self.identity(command),
+                    command.replace(os.path.dirname(unit.source), "@DIR@"))
         pdir = os.path.join(self.cache, "pch", pkey)
         meta = os.path.join(pdir, "deps.json")
         if os.path.isfile(meta):
@@ -371,7 +452,7 @@ class Builder:
             header = os.path.join(out, "pch.h")
             with open(header, "w") as f:
                 f.write(PCH_HEADER + "\n")
-            hunit = Unit("cxx", header, header + ".gch", unit.command)
+            hunit = Unit("cxx", header, header + ".gch", command)
             cmd = self._cmd(hunit, "-x c++-header", header + ".gch",
                             f"-MD -MF {shlex.quote(out)}/pch.d")
             r = self.run(cmd, out)
@@ -396,60 +477,31 @@ class Builder:
             shutil.rmtree(out, ignore_errors=True)
 
     def _compile_cuda(self, unit: Unit, out: str, binds: list[tuple[str, str]],
-                      info: dict[str, Any]) -> None:
-        """nvcc's steps from --dryrun, each independent step in parallel (see nvcc_steps); the
-        plain nvcc command when the dry run cannot be read."""
+                      info: dict[str, Any], okey: str) -> None:
+        """nvcc's steps from --dryrun as a graph (inline_nvcc.py): the module id pinned from the
+        object's key, so the host and device chains run in parallel; the plain nvcc command
+        when the dry run cannot be read."""
         keep = os.path.join(out, "keep")
         os.makedirs(keep)
         dry = self.run(self._cmd(unit, "-c", f"{out}/unit.o",
                                  f"--dryrun --keep --keep-dir {shlex.quote(keep)}"), out, binds)
-        steps = nvcc_steps(dry.output, keep) if dry.code == 0 else None
+        steps = inline_nvcc.plan(dry.output, inline_nvcc.module_id_for(unit.source, okey)) \
+            if dry.code == 0 else None
         if not steps:
             info["cuda_chains"] = "serial"
             self._check(self.run(self._cmd(unit, "-c", f"{out}/unit.o"), out, binds), unit)
             return
-        prefix, commands, deps = steps
-        info["cuda_chains"] = f"{len(commands)} steps"
-        done: dict[int, concurrent.futures.Future[Run]] = {}
-        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
-            def step(i: int) -> Run:
-                for d in deps[i]:
-                    r = done[d].result()
-                    if r.code != 0:
-                        return r
-                return self.run(prefix + commands[i], out, binds)
-
-            for i in range(len(commands)):
-                done[i] = pool.submit(step, i)
-            failed = next((done[i].result() for i in range(len(commands))
-                           if done[i].result().code != 0), None)
+        info["cuda_chains"] = f"{len(steps.commands)} steps" + (
+            ", module id pinned" if steps.module_id else "")
+        failed = inline_nvcc.run_plan(steps, lambda c: self.run(c, out, binds), self.jobs, out)
         if failed is not None and os.path.basename(unit.source) not in failed.output:
             info["cuda_chains"] = "serial (a step failed without a diagnostic on the source)"
             failed = self.run(self._cmd(unit, "-c", f"{out}/unit.o"), out, binds)
         if failed is not None:
-            self._check(failed, unit)
+            self._check(Run(failed.code, failed.output), unit)
 
 
-def nvcc_steps(dryrun: str, keep: str) -> tuple[str, list[str], list[set[int]]] | None:
-    """(environment prefix, commands, dependencies) from `nvcc --dryrun --keep` output. A step
-    depends on every earlier step that names a file it names in the keep directory: the dry
-    run's order is a valid serial order, so this never runs a step before its inputs exist."""
-    assigns, commands = [], []
-    for line in dryrun.splitlines():
-        if not line.startswith("#$ "):
-            continue
-        text = line[3:].strip()
-        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", text)
-        if m:  # values are nvcc's own text (quotes, spaces): exported verbatim, quoted
-            assigns.append(f"export {m.group(1)}={shlex.quote(m.group(2).strip())}")
-        elif text:
-            commands.append(text)
-    if not commands:
-        return None
-    inter = re.compile(r"([\w.+-]+\.(?:ii|cpp|c|ptx|cubin|fatbin|module_id|gpu|o))(?![\w.])")
-    files = [set(inter.findall(c)) for c in commands]  # basenames: conservative
-    deps = [{j for j in range(i) if files[j] & files[i]} for i in range(len(commands))]
-    return "; ".join(assigns) + ("; " if assigns else ""), commands, deps
+nvcc_steps = inline_nvcc.nvcc_steps  # kept here for callers
 
 
 _LOCAL: dict[str, Builder] = {}

@@ -8,7 +8,9 @@ hostile candidate cannot alter what the next one loads.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shlex
 import shutil
 import textwrap
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from openkernel_worker import inline_build, inline_cache, sandbox
+from openkernel_worker import inline_build, inline_cache, inline_link, sandbox
 
 NAME = "okinline_test"  # one extension name: one flag set, one precompiled header for the suite
 GOOD = f'''
@@ -118,6 +120,41 @@ def test_nvcc_steps_parallel_chains() -> None:
     assert deps[5] == {4} and deps[6] >= {1}  # the host compile waits for cudafe++'s output
 
 
+def test_link_key_inputs(tmp_path: Path) -> None:
+    """The link's template names objects by key and the output by placeholder; the libraries
+    it names are found (-L first) with size and mtime; names in the candidate's directories,
+    in the build directory or flags that change the linker make the link the candidate's."""
+    lib = tmp_path / "sys" / "libfoo.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"x")
+    build = tmp_path / "ext" / "okx"
+    obj = shlex.quote(str(build / "main.o"))
+    out = str(build / "okx.so")
+    cmd = f"c++ {obj} -shared -L{lib.parent} -lfoo -o {shlex.quote(out)}"
+    holders = {obj: "@OBJ:" + "a" * 64 + "@"}
+    template, libs = inline_link.link_inputs(cmd, holders, out, str(build),
+                                             [str(tmp_path / "ext")], [])
+    assert template == f"c++ @OBJ:{'a' * 64}@ -shared -L{lib.parent} -lfoo -o @OUT@"
+    assert libs == [[str(lib), 1, lib.stat().st_mtime_ns]]
+    assert inline_link.substitute(template, {holders[obj]: "/c/o.o"}, "/w/l.so") == \
+        f"c++ /c/o.o -shared -L{lib.parent} -lfoo -o /w/l.so"
+    refused = {
+        "a library in the candidate's directories": (cmd.replace(str(lib.parent),
+                                                                 str(tmp_path / "ext"))),
+        "a missing library": cmd.replace("-lfoo", "-lnope"),
+        "a file in the build directory": cmd + f" {build}/extra.a",
+    }
+    (tmp_path / "ext" / "libfoo.so").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "ext" / "libfoo.so").write_bytes(b"y")
+    for why, bad in refused.items():
+        with pytest.raises(inline_link.NotCacheable):
+            inline_link.link_inputs(bad, holders, out, str(build), [str(tmp_path / "ext")], [])
+            pytest.fail(why)
+    for flag in ("-fuse-ld=gold", "-Wl,-plugin,/x.so", "-Wl,-T,/x.ld", "-B/x", "-Wl,@/x"):
+        assert inline_link.unsafe_link_flag(f"{cmd} {flag}"), flag
+    assert inline_link.unsafe_link_flag(cmd) is None
+
+
 def test_build_dir_outside_roots_is_refused(tmp_path: Path) -> None:
     builder = inline_cache.Builder(str(tmp_path / "cache"), dict(os.environ), sandboxed=False)
     reply = builder.serve({"build_dir": "/etc"}, [str(tmp_path / "ext")])
@@ -161,6 +198,8 @@ def test_evaluation_through_cache(write: Callable[[str, str], str], tiny_referen
     assert second["verdict"] == "correct", second.get("reasons")
     logs = list(Path(cache_dir, "torch_extensions").rglob("openkernel_build.json"))
     assert logs and '"hit_direct"' in logs[0].read_text()
+    log = json.loads(logs[0].read_text())  # the library too: copied, not linked
+    assert log["link"] == "cached" and log["worker_link"]["result"] == "hit", log
 
 
 @pytest.mark.slow
@@ -172,6 +211,25 @@ def test_compile_error_is_reported(write: Callable[[str, str], str], tiny_refere
     assert result["verdict"] == "compile_error"
     text = " ".join(result.get("reasons", []))
     assert "Error building extension" in text and "undeclared_name" in text
+
+
+@pytest.mark.slow
+@needs_build
+def test_precompiled_header_shared_across_names(write: Callable[[str, str], str],
+                                                tiny_reference: str, cache_dir: str) -> None:
+    """A second extension name uses the header precompiled for the first (GCC accepts it: the
+    header never uses TORCH_EXTENSION_NAME), and its module, PyInit_<second name>, works."""
+    logs = []
+    for name in ("okinline_pch_a", "okinline_pch_b"):
+        cand = write(f"{name}.py", GOOD.replace(NAME, name))
+        result = _evaluate(tiny_reference, cand, cache_dir)
+        assert result["verdict"] == "correct", result.get("reasons")
+        found = list(Path(cache_dir, "torch_extensions").rglob(f"{name}/openkernel_build.json"))
+        assert found, name
+        logs.append(json.loads(found[0].read_text()))
+    main = [u for u in logs[1]["units"] if u["source"] == "main.cpp"]
+    assert main and main[0]["result"] == "built" and main[0]["pch"] == "hit", logs[1]
+    assert "pch_warning" not in main[0], main[0]["pch_warning"]
 
 
 HOSTILE = GOOD + '''
