@@ -98,6 +98,9 @@ def summary(res: dict[str, Any]) -> tuple[str, str]:
             pch += float(u.get("pch_build_s", 0.0))
             what.append(f"{u.get('source')}:{u.get('result')}"
                         + (f"(pch {u['pch']})" if u.get("pch") else ""))
+        if entry.get("link"):
+            what.append(f"link:{entry['link']}"
+                        + f"({(entry.get('worker_link') or {}).get('result', '')})")
         if entry.get("path") == "torch":
             what.append(f"torch fallback: {entry.get('reason', '')[:80]}")
     return (f"{pch:.1f}" if pch else "", " ".join(what))

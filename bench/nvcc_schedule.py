@@ -54,10 +54,12 @@ torch::Tensor run(torch::Tensor x) {
 
 def torch_flags() -> list[str]:
     """torch's include directories and the flags its load_inline passes nvcc."""
+    import sysconfig
+
     from torch.utils.cpp_extension import include_paths
 
     flags = []
-    for p in include_paths():
+    for p in [*include_paths(), sysconfig.get_paths()["include"]]:
         flags += ["-isystem", p]
     return flags + ["-DTORCH_EXTENSION_NAME=okbench", "-DTORCH_API_INCLUDE_EXTENSION_H",
                     "-D_GLIBCXX_USE_CXX11_ABI=1", "-D__CUDA_NO_HALF_OPERATORS__",

@@ -183,3 +183,33 @@ def test_scheduled_object_matches_plain_nvcc(tmp_path: Path) -> None:
     assert _symbols(tmp_path / "libours.so") == _symbols(tmp_path / "libplain.so")
     # Both chains read the pinned id: the device side names static entities with it.
     assert ours in (tmp_path / "keep-ours.o" / "k.cudafe1.gpu").read_text()
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_worker_builds_cuda_unit_through_the_graph(tmp_path: Path) -> None:
+    """A load_inline-style CUDA unit through the worker's Builder (its build sandbox when bwrap
+    works): the graph ran with the module id pinned, and the cached object has plain nvcc's
+    symbols and links."""
+    from openkernel_worker import inline_build, sandbox
+
+    src = tmp_path / "ext" / "cuda.cu"
+    src.parent.mkdir()
+    src.write_text(KERNEL)
+    env = dict(os.environ, PATH=f"{os.path.dirname(str(NVCC))}:{os.environ.get('PATH', '')}")
+    builder = inline_cache.Builder(str(tmp_path / "cache"), env,
+                                   sandboxed=sandbox.probe("cpu").ok)
+    command = (f"{NVCC} --generate-dependencies-with-compile --dependency-output @OUT@.d "
+               f"{' '.join(FLAGS)} -c @IN@ -o @OUT@")
+    unit = inline_build.Unit("cuda", str(src), str(src.parent / "cuda.cuda.o"), command)
+    job = inline_build.Job(str(src.parent), [unit])
+    obj, info = builder.unit(job, unit, str(src))
+    assert info["result"] == "built" and "module id pinned" in info["cuda_chains"], info
+    plain = _nvcc(tmp_path / "ext", "-c", "cuda.cu", "-o", str(tmp_path / "plain.o"))
+    assert plain.returncode == 0, plain.stdout
+    assert _symbols(Path(obj)) == _symbols(tmp_path / "plain.o")
+    link = _nvcc(tmp_path, "-shared", obj, "-o", "libworker.so")
+    assert link.returncode == 0, link.stdout
+    assert "launch_relu2" in _symbols(tmp_path / "libworker.so")
+    again, info = builder.unit(job, unit, str(src))  # the same unit again: a direct hit
+    assert again == obj and info["result"] == "hit_direct", info
