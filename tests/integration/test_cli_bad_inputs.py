@@ -143,7 +143,7 @@ def test_candidate_whose_import_hangs_is_a_timeout(runs) -> None:
     ("get_inputs_returns_tensor", ["get_inputs() returned Tensor, not a list"]),
     ("get_inputs_hangs", ["drawing its inputs did not finish within 3 s"]),
     ("init_fails", ["Model(*get_init_inputs()) raised TypeError"]),
-    ("too_big", ["needs more memory than the device (cpu) has", "--set"]),
+    ("too_big", ["than the device (cpu) has", "--set"]),  # meta sizing (torch >= 2) or allocator
 ])
 def test_defective_reference_is_bad_input(runs, defect: str, fragments: list[str]) -> None:
     if defect == "too_big" and Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "1":
