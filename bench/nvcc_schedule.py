@@ -7,7 +7,8 @@ Compiles one .cu four ways (no GPU needed, only the CUDA toolkit):
   same_id   the module id pinned to the one nvcc generated in `plain`: the object must be
             byte-identical to plain's;
   ours      the module id pinned from a content key (as the worker does): same global symbols
-            as plain's, and both objects link into a shared library with the same symbols.
+            as plain's (the id, which names anonymous namespaces, aside), and both objects link
+            into shared libraries with the same symbols.
 Case `plain` is a small kernel with <cuda_runtime.h>; case `torch` adds <torch/extension.h>
 (torch's include directories and its load_inline CUDA flags).
 
@@ -106,10 +107,12 @@ def scheduled(nv: Nvcc, out: str, module_id: str | None, jobs: int) -> dict[str,
                               for i, (c, d) in enumerate(zip(p.commands, p.deps)))}
 
 
-def symbols(path: str) -> list[str]:
+def symbols(path: str, module_id: str = "") -> list[str]:
+    """Global symbols, the module id (in anonymous namespaces' names) as @ID@."""
     r = subprocess.run(["nm", "--defined-only", "-g", path], text=True, stdout=subprocess.PIPE,
                        check=True)
-    return sorted(line.split()[-1] for line in r.stdout.splitlines() if line.strip())
+    names = (line.split()[-1] for line in r.stdout.splitlines() if line.strip())
+    return sorted(n.replace(module_id, "@ID@") if module_id else n for n in names)
 
 
 def main() -> int:
@@ -154,14 +157,14 @@ def main() -> int:
     # holds the process id): informational.
     result["unpinned_identical"] = read("unpinned.o") == read("plain.o")
     checks = {"same_id_identical": read("same.o") == read("plain.o"),
-              "ours_same_symbols": symbols(os.path.join(work, "ours.o")) ==
-              symbols(os.path.join(work, "plain.o"))}
+              "ours_same_symbols": symbols(os.path.join(work, "ours.o"), ours_id) ==
+              symbols(os.path.join(work, "plain.o"), nvcc_id)}
     for name in ("plain", "ours"):
         r = nv("-shared", f"{name}.o", "-o", f"lib{name}.so")
         checks[f"{name}_links"] = r.returncode == 0
     if checks["plain_links"] and checks["ours_links"]:
-        checks["libraries_same_symbols"] = symbols(os.path.join(work, "libours.so")) == \
-            symbols(os.path.join(work, "libplain.so"))
+        checks["libraries_same_symbols"] = symbols(os.path.join(work, "libours.so"), ours_id) \
+            == symbols(os.path.join(work, "libplain.so"), nvcc_id)
     result["checks"] = checks
     print(json.dumps(result, indent=1))
     return 0 if all(checks.values()) else 1
