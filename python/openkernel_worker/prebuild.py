@@ -90,20 +90,27 @@ class BuildLock:
 
 def summarize_builds(served: list[dict[str, Any]]) -> dict[str, Any]:
     """What the worker's build server did for one candidate: requests, units per result
-    (hit_direct, hit, built), failed requests, seconds."""
+    (hit_direct, hit, built), failed requests with why (the candidate then ran torch's own
+    build), seconds."""
     units: dict[str, int] = {}
     failed = 0
+    reasons: list[str] = []
     seconds = 0.0
     for reply in served:
         if not reply.get("ok"):
             failed += 1
+            why = str(reply.get("message") or reply.get("output") or "no reason given")
+            reasons.append(why[-400:])
             continue
         seconds += float(reply.get("seconds") or 0.0)
         for u in reply.get("units") or []:
             result = str(u.get("result", "unknown"))
             units[result] = units.get(result, 0) + 1
-    return {"requests": len(served), "failed": failed, "units": units,
-            "seconds": round(seconds, 3)}
+    summary: dict[str, Any] = {"requests": len(served), "failed": failed, "units": units,
+                               "seconds": round(seconds, 3)}
+    if reasons:
+        summary["failures"] = reasons[:4]
+    return summary
 
 
 def remove_stale_batons(ext_dir: str) -> int:

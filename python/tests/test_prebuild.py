@@ -71,7 +71,7 @@ def test_summarize_builds() -> None:
               {"ok": False, "message": "unsupported"}]
     assert prebuild.summarize_builds(served) == {
         "requests": 3, "failed": 1, "units": {"built": 1, "hit": 1, "hit_direct": 1},
-        "seconds": 1.75}
+        "seconds": 1.75, "failures": ["unsupported"]}
     assert prebuild.summarize_builds([])["requests"] == 0
 
 
