@@ -31,7 +31,7 @@ LIBRARY_KERNEL_MARKERS = (
     "at::native", "at_cuda_detail", "cublas", "cutlass", "xmma", "cudnn", "sm90_",
     "sm80_", "ampere_", "volta_", "turing_", "hopper_", "cub::", "thrust::", "cunn_", "Memset",
     "Memcpy", "nchwToNhwc", "nhwcToNchw", "implicit_convolve", "splitKreduce", "cuBLAS",
-    "triton_poi_fused", "triton_red_fused", "triton_per_fused",
+    "triton_poi_fused", "triton_red_fused", "triton_per_fused", "nvjet", "pytorch_flash",
 )
 # Generic words that library kernels carry (cuBLAS's gemv2T_kernel, gemmSN_TN_kernel; PyTorch's
 # elementwise_kernel, reduce_kernel) but that honest kernels are named with too: a kernel whose
@@ -39,10 +39,8 @@ LIBRARY_KERNEL_MARKERS = (
 # name (an honest Triton `gemm_kernel` was taken for cuBLAS before this rule).
 GENERIC_KERNEL_MARKERS = ("gemm", "gemv", "flash", "elementwise_kernel", "reduce_kernel",
                           "softmax_warp")
-_DEFINED_KERNEL = re.compile(
-    r"(?:^|\n)[ \t]*def[ \t]+([A-Za-z_]\w*)[ \t]*\("          # Python (Triton @jit) functions
-    r"|__global__[^;{(]*?\b([A-Za-z_]\w*)[ \t\n]*\(")          # CUDA kernels
-_KERNEL_BASE = re.compile(r"([A-Za-z_]\w*)\s*[<(]")
+_GLOBAL_KERNEL = re.compile(r"__global__[^;{(]*?\b([A-Za-z_]\w*)[ \t\n]*\(")  # CUDA kernels
+_PY_DEF = re.compile(r"[ \t]*def[ \t]+([A-Za-z_]\w*)[ \t]*\(")
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 
 
@@ -143,22 +141,31 @@ def profile_forward(fn: Callable[..., Any], inputs: list[Any], device: str) -> d
 
 
 def defined_kernel_names(source: str) -> frozenset[str]:
-    """Names of the functions (Triton kernels among them) and `__global__` kernels that a
-    candidate's source defines; kernel names built at run time are not seen (they stay judged by
-    their name alone)."""
+    """Names of the kernels a candidate's source defines: `__global__` functions and Python
+    functions whose innermost decorator is a jit (`@triton.jit`, `@jit`). Kernel names built at
+    run time are not seen (they stay judged by their name alone)."""
     text = _LAUNCH_BOUNDS.sub(" ", source or "")
-    return frozenset(a or b for a, b in _DEFINED_KERNEL.findall(text))
+    names = set(_GLOBAL_KERNEL.findall(text))
+    above = ""  # the last line with code before this one
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _PY_DEF.match(line)
+        if m and above.startswith("@") and "jit" in above:
+            names.add(m.group(1))
+        above = stripped
+    return frozenset(names)
 
 
 def _kernel_base(name: str) -> str:
-    """`gemm_kernel` of `void gemm_kernel<float>(float const*, ...)` or of `gemm_kernel`."""
-    text = name.strip()
+    """`gemm_kernel` of `void ns::gemm_kernel<float>(float const*, ...)` or of `gemm_kernel`."""
+    text = name.strip().replace("(anonymous namespace)::", "")
     for prefix in ("void ", "__global__ "):
         if text.startswith(prefix):
             text = text[len(prefix):]
-    m = _KERNEL_BASE.match(text)
-    base = m.group(1) if m else text.split()[0] if text.split() else ""
-    return base.rsplit("::", 1)[-1]
+    head = re.split(r"[<(\s]", text, maxsplit=1)[0]
+    return head.rsplit("::", 1)[-1]
 
 
 def is_library_kernel(name: str, defined: frozenset[str] = frozenset()) -> bool:

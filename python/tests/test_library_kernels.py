@@ -60,3 +60,26 @@ def test_distinctive_markers_win_over_any_definition() -> None:
 def test_plain_custom_kernels() -> None:
     assert not is_library_kernel("relu_kernel")
     assert not is_library_kernel("_row_softmax(float*, float*, int)")
+
+
+def test_only_jit_functions_and_global_kernels_count_as_defined() -> None:
+    # A torch-only candidate cannot excuse cuBLAS's gemv kernel with a plain function of its name.
+    source = ("def gemv2T_kernel_val(*args):\n    pass\n"
+              "x = 1\n"
+              "def gemmSN_TN_kernel():\n    pass\n"
+              "@triton.jit\n# the kernel\ndef gemm_tile(a):\n    pass\n"
+              "@jit\ndef gemv_small(a):\n    pass\n")
+    defined = defined_kernel_names(source)
+    assert defined == {"gemm_tile", "gemv_small"}
+    assert is_library_kernel("gemv2T_kernel_val<int, int, float>(...)", defined)
+    assert is_library_kernel("gemmSN_TN_kernel<float, 128>(...)", defined)
+    assert not is_library_kernel("gemm_tile", defined)
+
+
+def test_namespaced_kernel_names() -> None:
+    defined = defined_kernel_names("namespace my_ns {\n__global__ void gemm_kernel(float* c) {}\n}")
+    assert not is_library_kernel("void my_ns::gemm_kernel(float*)", defined)
+    assert not is_library_kernel("(anonymous namespace)::gemm_kernel(float*)", defined)
+    assert is_library_kernel("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>(...)",
+                             frozenset({"flash_fwd_kernel"}))
+    assert is_library_kernel("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", frozenset())
