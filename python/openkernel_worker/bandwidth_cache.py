@@ -18,10 +18,10 @@ import hashlib
 import json
 import math
 import os
-import stat
-import tempfile
 import time
 from typing import Any, Callable
+
+from . import private_json
 
 VERSION = 1
 SPOT_TOLERANCE = 0.05  # re-measure when the spot check differs from the stored one by more
@@ -84,33 +84,11 @@ def _plausible(value: Any) -> bool:
             and math.isfinite(value) and PLAUSIBLE[0] <= value <= PLAUSIBLE[1])
 
 
-def _private(path: str) -> str:
-    """Why `path` cannot be trusted as this user's own file, or "" when it can."""
-    st = os.lstat(path)
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file"
-    if st.st_uid != os.geteuid():
-        return f"owned by uid {st.st_uid}, not {os.geteuid()}"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "writable by others"
-    folder = os.lstat(os.path.dirname(path))
-    if folder.st_uid != os.geteuid() or folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "its folder is not this user's alone"
-    return ""
-
-
 def read_entry(path: str, key: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """(entry, "") for a trustworthy entry with this key, else (None, why not)."""
-    if not os.path.lexists(path):
-        return None, "no entry"
-    try:
-        why = _private(path)
-        if why:
-            return None, f"cache entry ignored: {why}"
-        with open(path, "rb") as f:
-            data = json.loads(f.read(1 << 16))
-    except (OSError, ValueError) as e:
-        return None, f"cache entry ignored: unreadable ({type(e).__name__})"
+    data, why = private_json.read(path, 1 << 16)
+    if why:
+        return None, why if why == "no entry" else f"cache entry ignored: {why}"
     if not isinstance(data, dict) or data.get("version") != VERSION or data.get("key") != key:
         return None, "cache entry ignored: another version or device"
     bw, spot = data.get("bandwidth"), data.get("spot")
@@ -122,28 +100,9 @@ def read_entry(path: str, key: dict[str, Any]) -> tuple[dict[str, Any] | None, s
 
 def write_entry(path: str, key: dict[str, Any], bandwidth: float, spot: float) -> str:
     """Writes the entry atomically (0600, folder 0700); returns a note when it could not."""
-    folder = os.path.dirname(path)
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if _private_folder_problem(folder):
-            return f"bandwidth not cached: {folder} {_private_folder_problem(folder)}"
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".bandwidth-")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"version": VERSION, "key": key, "bandwidth": bandwidth, "spot": spot,
-                       "measured_at": time.time()}, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        return f"bandwidth not cached: {e}"
-    return ""
-
-
-def _private_folder_problem(folder: str) -> str:
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        return "is not a folder of this user"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "is writable by others"
-    return ""
+    why = private_json.write(path, {"version": VERSION, "key": key, "bandwidth": bandwidth,
+                                    "spot": spot, "measured_at": time.time()})
+    return f"bandwidth not cached: {why}" if why else ""
 
 
 def cached_bandwidth(cache_dir: str, key: dict[str, Any], full: Callable[[], float],

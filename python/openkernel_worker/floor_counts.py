@@ -21,11 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from .bandwidth_cache import _private, _private_folder_problem
+from . import private_json
 from .compare import flatten
 
 VERSION = 1
@@ -103,16 +102,9 @@ def _sane(n: Any, limit: int) -> bool:
 
 def read_entry(path: str, k: dict[str, Any]) -> tuple[Counts | None, str]:
     """(counts, "") for a trustworthy entry with this key, else (None, why not)."""
-    if not os.path.lexists(path):
-        return None, "no entry"
-    try:
-        why = _private(path)
-        if why:
-            return None, f"counts entry ignored: {why}"
-        with open(path, "rb") as f:
-            data = json.loads(f.read(1 << 20))
-    except (OSError, ValueError) as e:
-        return None, f"counts entry ignored: unreadable ({type(e).__name__})"
+    data, why = private_json.read(path, 1 << 20)
+    if why:
+        return None, why if why == "no entry" else f"counts entry ignored: {why}"
     if not isinstance(data, dict) or data.get("version") != VERSION or data.get("key") != k:
         return None, "counts entry ignored: another version or reference"
     flops, sig = data.get("flops"), data.get("inputs")
@@ -125,21 +117,11 @@ def read_entry(path: str, k: dict[str, Any]) -> tuple[Counts | None, str]:
 
 def write_entry(path: str, k: dict[str, Any], counts: Counts) -> str:
     """Writes the entry atomically (0600, folder 0700); returns a note when it could not."""
-    folder = os.path.dirname(path)
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        problem = _private_folder_problem(folder)
-        if problem:
-            return f"counts not cached: {folder} {problem}"
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".counts-")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"version": VERSION, "key": k, "flops": counts.flops,
-                       "input_bytes": counts.input_bytes, "output_bytes": counts.output_bytes,
-                       "inputs": counts.input_signature}, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        return f"counts not cached: {e}"
-    return ""
+    why = private_json.write(path, {"version": VERSION, "key": k, "flops": counts.flops,
+                                    "input_bytes": counts.input_bytes,
+                                    "output_bytes": counts.output_bytes,
+                                    "inputs": counts.input_signature})
+    return f"counts not cached: {why}" if why else ""
 
 
 def lookup(cache_dir: str | None, k: dict[str, Any]) -> Counts | None:
