@@ -4,6 +4,9 @@ Flow: load and validate the reference; start the candidate process and let it im
 candidate; run correctness trials on fresh inputs from a secret seed, comparing outputs and
 returned inputs here; then time reference and candidate in interleaved blocks and cross-check the
 candidate's own timings against wall time measured from this side. See docs/evaluation.md.
+
+Long (about 1,800 lines): it still holds the candidate process pool, the timing series and the
+verdict rules beside the flow; the code-health work splits them into modules of their own.
 """
 from __future__ import annotations
 
