@@ -150,7 +150,7 @@ def run_one(a: argparse.Namespace, prebuild: str, work: Path) -> dict[str, Any]:
     ref = tmp / "reference.py"
     ref.write_text(REFERENCE)
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_CACHE_HOME": str(tmp / "cache"),
-           "XDG_DATA_HOME": str(tmp / "data")}
+           "XDG_DATA_HOME": str(tmp / "data"), "OPENKERNEL_INLINE_BUILD": "1"}  # opt-in server
     env.pop("OPENKERNEL_API_KEY", None)
     with LlmStub(generator=replies(a.backend, a.candidates, f"{prebuild}-{os.getpid()}"),
                  critic=[CRITIC]) as stub:

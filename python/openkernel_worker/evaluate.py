@@ -869,8 +869,9 @@ class Evaluation:
 
     def _inline_builder(self) -> Any:
         """The load_inline build server for this candidate (docs/evaluation.md, "Compile
-        caches"); None with OPENKERNEL_INLINE_BUILD=0 (torch's own build in the candidate)."""
-        if os.environ.get("OPENKERNEL_INLINE_BUILD", "1") == "0":
+        caches"); opt-in with OPENKERNEL_INLINE_BUILD=1, else None (torch's own build in the
+        candidate's sandbox): it has not yet built a CUDA candidate on the GPU machine."""
+        if os.environ.get("OPENKERNEL_INLINE_BUILD", "0") != "1":
             return None
         from .inline_cache import Builder
 

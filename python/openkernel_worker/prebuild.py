@@ -187,7 +187,7 @@ def _build(opts: Any, root: str, source: str, arch: str | None) -> dict[str, Any
             os.makedirs(os.path.join(scratch, role), exist_ok=True)
             staged.append(os.path.join(scratch, role, os.path.basename(src)))
             shutil.copyfile(src, staged[-1])
-        if os.environ.get("OPENKERNEL_INLINE_BUILD", "1") != "0":
+        if os.environ.get("OPENKERNEL_INLINE_BUILD", "0") == "1":  # opt-in, as in evaluate
             from .inline_cache import Builder
 
             cand.build_roots = [ext, scratch]

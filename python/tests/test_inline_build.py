@@ -48,6 +48,25 @@ class ModelNew(nn.Module):
 '''
 
 
+@pytest.fixture(autouse=True)
+def _build_server_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build server is opt-in (docs/evaluation.md); these tests are about it."""
+    monkeypatch.setenv("OPENKERNEL_INLINE_BUILD", "1")
+
+
+def test_build_server_is_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from openkernel_worker.evaluate import Evaluation
+
+    for value in (None, "0", "yes"):  # unset, off, anything but 1: torch's own build
+        if value is None:
+            monkeypatch.delenv("OPENKERNEL_INLINE_BUILD", raising=False)
+        else:
+            monkeypatch.setenv("OPENKERNEL_INLINE_BUILD", value)
+        assert Evaluation._inline_builder(SimpleNamespace()) is None  # type: ignore[arg-type]
+
+
 def _have_headers() -> bool:
     try:
         from torch.utils.cpp_extension import include_paths

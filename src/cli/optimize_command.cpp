@@ -56,7 +56,7 @@ struct OptimizeOptions {
   std::string strategy;
   double stop_at_sol = optimize::kSpeedOfLightStop;
   bool no_compile_baseline = false;
-  std::string prebuild;  // auto, on, off; empty: auto (a resume keeps the session's)
+  std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
 };
 
 // Live progress on stderr: one line per step, the running best and the money spent.
@@ -253,8 +253,9 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.cancel = &llm::cancel_flag();
   deps.observer = progress(g.quiet);
   deps.cache_dir = util::cache_dir().string();
-  // Pre-builds (docs/search.md): by default on a GPU backend; on the CPU device a compile would
-  // compete with the timed candidate for the cores.
+  // Pre-builds (docs/search.md): opt-in (default off; not yet measured on the GPU machine); `auto`
+  // runs them on a GPU backend only: on the CPU device a compile would compete with the timed
+  // candidate for the cores.
   if (opts.prebuild == "on" || (opts.prebuild == "auto" && opts.backend != "cpu")) {
     deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
     deps.start_build_worker = [&cfg, &o] {
@@ -337,7 +338,8 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "0.95; 1 or more: never, e.g. to measure every template point)");
   cmd->add_option("--prebuild", o->prebuild,
                   "Build load_inline candidates on spare cores while they wait for the device: "
-                  "auto (on a GPU backend), on or off")
+                  "off (default; opt-in, not yet measured on the GPU), auto (on a GPU backend) "
+                  "or on")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--no-compile-baseline", o->no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");

@@ -84,7 +84,7 @@ Options Options::from_json(const json& j) {
   o.strategy = j.value("strategy", std::string());
   o.stop_at_sol = j.value("stop_at_sol", kSpeedOfLightStop);
   o.compile_baseline = j.value("compile_baseline", true);
-  o.prebuild = j.value("prebuild", std::string("auto"));
+  o.prebuild = j.value("prebuild", std::string("off"));
   return o;
 }
 

@@ -63,9 +63,9 @@ struct Options {
   // measurements keep going to see every point).
   double stop_at_sol = kSpeedOfLightStop;
   bool compile_baseline = true;  // time torch.compile(reference) once, on the GPU
-  // Pre-builds of load_inline candidates in a GPU-less build worker (docs/search.md): auto (on
-  // a GPU backend), on, off.
-  std::string prebuild = "auto";
+  // Pre-builds of load_inline candidates in a GPU-less build worker (docs/search.md): off (the
+  // default: opt-in until measured on the GPU machine), auto (on a GPU backend), on.
+  std::string prebuild = "off";
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);

@@ -53,7 +53,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def session_env(tmp: Path, cache: Path) -> dict[str, str]:
     env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp / "config"),
            "XDG_CACHE_HOME": str(cache), "XDG_DATA_HOME": str(tmp / "data"),
-           "OPENKERNEL_TEST_TAG": str(tmp)}
+           "OPENKERNEL_TEST_TAG": str(tmp), "OPENKERNEL_INLINE_BUILD": "1"}  # opt-in server
     env.pop("OPENKERNEL_API_KEY", None)
     return env
 
