@@ -7,6 +7,7 @@
 
 #include "problems/kernelbench.hpp"
 #include "util/paths.hpp"
+#include "util/strings.hpp"
 
 namespace ok::cli {
 
@@ -42,6 +43,10 @@ util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const con
   if (!p.reference.empty() && by_number)
     return fail(ErrorKind::kUsage, "give either --reference or --level/--problem, not both");
   if (!p.reference.empty()) {
+    if (!util::is_utf8(p.reference))
+      return fail(ErrorKind::kBadInput,
+                  "the reference's path is not valid UTF-8 (paths travel to the evaluation "
+                  "worker as UTF-8 text): rename the file or its folder");
     std::error_code ec;
     if (!std::filesystem::exists(p.reference, ec))
       return fail(ErrorKind::kBadInput, "reference not found: " + p.reference);

@@ -8,6 +8,7 @@
 #include "eval/evaluator.hpp"
 #include "eval/record.hpp"
 #include "util/paths.hpp"
+#include "util/strings.hpp"
 
 namespace ok::cli {
 
@@ -42,6 +43,10 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   auto prob = resolve_problem(o.problem, *cfg);
   if (!prob) return report_error(prob.error());
   if (o.candidate.empty()) return report_error({ErrorKind::kUsage, "--candidate PATH is required"});
+  if (!util::is_utf8(o.candidate))
+    return report_error({ErrorKind::kBadInput,
+                         "the candidate's path is not valid UTF-8 (paths travel to the evaluation "
+                         "worker as UTF-8 text): rename the file or its folder"});
   if (auto c = util::read_file(o.candidate); !c) return report_error(c.error());
   if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
   if (o.timeout <= 0) return report_error({ErrorKind::kUsage, "--timeout must be positive"});

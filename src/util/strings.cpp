@@ -10,6 +10,35 @@
 
 namespace ok::util {
 
+bool is_utf8(std::string_view s) {
+  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};  // shortest form per length
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;  // continuation bytes that follow
+    if (c >= 0x80) {
+      if ((c >> 5) == 0x6)
+        n = 1;
+      else if ((c >> 4) == 0xE)
+        n = 2;
+      else if ((c >> 3) == 0x1E)
+        n = 3;
+      else
+        return false;
+    }
+    if (n > s.size() - i - 1) return false;
+    uint32_t cp = n == 0 ? c : c & (0x3Fu >> n);
+    for (size_t k = 1; k <= n; ++k) {
+      auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;

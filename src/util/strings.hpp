@@ -11,6 +11,9 @@ std::vector<std::string> split(std::string_view s, char sep);
 std::string trim(std::string_view s);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 bool starts_with(std::string_view s, std::string_view prefix);
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+// The worker protocol is UTF-8 JSON: a path that is not cannot be sent as text.
+bool is_utf8(std::string_view s);
 // Parses "1-20,35" into a sorted list without duplicates; nullopt-like empty + error text on
 // failure.
 // A sortable, unique-enough id: PREFIX<UTC yyyymmdd-hhmmss>-<4 random hex>.

@@ -138,3 +138,21 @@ TEST(ParseIdRanges, RejectsHugeAndOverflowingRanges) {
   ASSERT_TRUE(ok::util::parse_id_ranges("2147483645-2147483647", out, error)) << error;
   EXPECT_EQ(out.size(), 3u);
 }
+
+TEST(IsUtf8, AcceptsWellFormedText) {
+  EXPECT_TRUE(ok::util::is_utf8(""));
+  EXPECT_TRUE(ok::util::is_utf8("/tmp/plain/path.py"));
+  EXPECT_TRUE(ok::util::is_utf8("/tmp/caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80.py"));  // é € 😀
+  EXPECT_TRUE(ok::util::is_utf8("\xf4\x8f\xbf\xbf"));                                   // U+10FFFF
+}
+
+TEST(IsUtf8, RefusesMalformedBytes) {
+  EXPECT_FALSE(ok::util::is_utf8("/tmp/bad\xff.py"));   // not a lead byte
+  EXPECT_FALSE(ok::util::is_utf8("caf\xe9"));           // Latin-1
+  EXPECT_FALSE(ok::util::is_utf8("\xc3"));              // truncated at the end
+  EXPECT_FALSE(ok::util::is_utf8("\xe2\x82"));          // truncated sequence
+  EXPECT_FALSE(ok::util::is_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(ok::util::is_utf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(ok::util::is_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(ok::util::is_utf8("\xe2\x28\xa1"));      // bad continuation
+}

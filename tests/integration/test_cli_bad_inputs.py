@@ -6,7 +6,9 @@ exit 1 ("the evaluation worker failed"). The files are written per run (one is 5
 """
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -152,3 +154,21 @@ def test_defective_reference_is_bad_input(runs, defect: str, fragments: list[str
     message = bad_input(run, "openkernel: error:", *fragments)
     assert "worker failed" not in message and "Traceback" not in message, message
     assert len(message) < 4000, message
+
+
+@pytest.mark.parametrize("side", ["candidate", "reference"])
+def test_path_that_is_not_utf8_is_bad_input(tmp_path: Path, side: str) -> None:
+    # The worker protocol carries paths as UTF-8 text: such a path was an internal error (exit 1,
+    # "invalid UTF-8 byte") while the request was encoded.
+    folder = tmp_path / os.fsdecode(b"caf\xe9")  # a Latin-1 folder name
+    folder.mkdir()
+    odd = folder / ("cand.py" if side == "candidate" else "ref.py")
+    odd.write_bytes(GOOD_CANDIDATE if side == "candidate" else GOOD_REFERENCE)
+    reference = odd if side == "reference" else FIXTURES / REFERENCE
+    candidate = odd if side == "candidate" else FIXTURES / "cand_correct.py"
+    db = tmp_path / "store.db"
+    proc = subprocess.run([str(BINARY), "evaluate", "--reference", str(reference), "--candidate",
+                           str(candidate), "--db", str(db), *QUICK], capture_output=True,
+                          text=True, env=environment(tmp_path), timeout=120)
+    run = Run(side, [], proc.returncode, proc.stdout, proc.stderr, db, 0.0)
+    bad_input(run, f"the {side}'s path is not valid UTF-8")
