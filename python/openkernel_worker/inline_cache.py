@@ -16,6 +16,10 @@ The worker is trusted, the candidate is not. For each build request the worker:
    CUDA units as nvcc's own steps (`--dryrun`) run in parallel where independent;
 5. moves the object into the cache under the key it computed itself. The cache is bound read-only
    into candidate sandboxes; nothing a candidate writes is ever stored or trusted as a key.
+The compile commands are the candidate's own shell text: only the build sandbox protects. What
+the worker itself runs (a compiler's --version, the driver's -print-*) runs in a build sandbox
+too, and only for a program that inline_safety accepts; what it reads back from a build's output
+directory is opened without following links and must be a regular file (inline_safety).
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import inline_link, inline_nvcc
+from . import inline_link, inline_nvcc, inline_safety
 from .inline_build import Job, Unit, Unsupported, parse_ninja, unsafe_flag
 
 CACHE_ENV = "OPENKERNEL_INLINE_CACHE"
@@ -129,19 +133,41 @@ class Builder:
             return Run(124, f"timed out after {self.timeout_s:g} s: {command}")
         return Run(r.returncode, r.stdout.decode(errors="replace"))
 
-    def identity(self, command: str) -> str:
-        """The compiler's path, size, mtime and --version (what it is, not what it is called)."""
-        exe = shlex.split(command)[0]
-        found = shutil.which(exe, path=self.env.get("PATH")) if "/" not in exe else exe
-        if not found or not os.path.isfile(found):
-            raise Unsupported(f"compiler {exe!r} not found")
-        real = os.path.realpath(found)
+    def forbidden(self, roots: Sequence[str]) -> list[str]:
+        """Where no program the worker runs may come from: the candidate's directories, the
+        caches (all of the cache root: candidates write torch_extensions and triton there)
+        and the build caches the environment names."""
+        from .sandbox import CACHE_VARS
+
+        return [*roots, os.path.dirname(self.cache), self.cache, self.work,
+                *(self.env[v] for v in CACHE_VARS if self.env.get(v))]
+
+    def program(self, name: str, roots: Sequence[str]) -> str:
+        """The real path of a program a build command names, if the worker may run it
+        (inline_safety.trusted_program)."""
+        return inline_safety.trusted_program(name, self.env.get("PATH"), self.forbidden(roots))
+
+    def probe(self, argv: Sequence[str]) -> Run:
+        """A program's own report (--version, -print-*) run in a build sandbox, not here."""
+        out = tempfile.mkdtemp(prefix="probe-", dir=self.work)
+        try:
+            return self.run(shlex.join(argv), out)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def identity(self, command: str, roots: Sequence[str]) -> str:
+        """The compiler's path, size, mtime and --version (what it is, not what it is called);
+        a program the worker may not run, or whose --version fails in the build sandbox, is
+        Unsupported (torch's own build then runs in the candidate's sandbox)."""
+        real = self.program(shlex.split(command)[0], roots)
         st = os.stat(real)
         key = (real, st.st_size, st.st_mtime_ns)
         if key not in _IDENTITY:
-            r = subprocess.run([real, "--version"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=self.env, timeout=60)
-            _IDENTITY[key] = _sha(list(key), r.stdout)
+            r = self.probe([real, "--version"])
+            if r.code != 0:
+                raise Unsupported(f"{real} --version failed in the build sandbox: "
+                                  f"{r.output[-300:]}")
+            _IDENTITY[key] = _sha(list(key), r.output.encode())
         return _IDENTITY[key]
 
     # -- snapshot ---------------------------------------------------------------------------
@@ -216,8 +242,8 @@ class Builder:
             units: list[dict[str, Any]] = []
             objects: dict[str, str] = {}
             with concurrent.futures.ThreadPoolExecutor(len(job.units)) as pool:
-                futures = [pool.submit(self.unit, job, u, os.path.join(snap, "src", str(i)))
-                           for i, u in enumerate(job.units)]
+                futures = [pool.submit(self.unit, job, u, os.path.join(snap, "src", str(i)),
+                                       roots) for i, u in enumerate(job.units)]
                 for u, f in zip(job.units, futures):
                     path, info = f.result()
                     objects[u.obj] = path
@@ -235,15 +261,16 @@ class Builder:
         finally:
             shutil.rmtree(snap, ignore_errors=True)
 
-    def linker(self, command: str) -> tuple[str, list[str]]:
-        """(identity, library directories) of a link command's driver and the ld it runs."""
-        driver = shlex.split(command)[0]
-        ident = self.identity(command)
+    def linker(self, command: str, roots: Sequence[str]) -> tuple[str, list[str]]:
+        """(identity, library directories) of a link command's driver and the ld it runs; the
+        driver's reports come from the build sandbox, and ld must pass as the driver did."""
+        ident = self.identity(command, roots)
         if ident not in _LINKERS:
-            exe = shutil.which(driver, path=self.env.get("PATH")) if "/" not in driver else driver
-            ld = inline_link.linker_program(str(exe), self.env)
-            dirs = inline_link.search_dirs(str(exe), self.env)
-            _LINKERS[ident] = (_sha(ident, self.identity(ld), dirs), dirs)
+            exe = self.program(shlex.split(command)[0], roots)
+            name = inline_link.linker_name(self.probe([exe, "-print-prog-name=ld"]).output)
+            ld = self.program(name, roots)
+            dirs = inline_link.parse_search_dirs(self.probe([exe, "-print-search-dirs"]).output)
+            _LINKERS[ident] = (_sha(ident, self.identity(shlex.quote(ld), roots), dirs), dirs)
         return _LINKERS[ident]
 
     def link(self, job: Job, objects: dict[str, str], roots: Sequence[str]
@@ -256,7 +283,7 @@ class Builder:
             bad = inline_link.unsafe_link_flag(job.link)
             if bad:
                 raise inline_link.NotCacheable(f"{bad} changes the linker")
-            ident, dirs = self.linker(job.link)
+            ident, dirs = self.linker(job.link, roots)
             holders = {shlex.quote(u.obj): "@OBJ:" + os.path.basename(objects[u.obj])[:-2] + "@"
                        for u in job.units}
             template, libs = inline_link.link_inputs(job.link, holders, job.output,
@@ -278,17 +305,18 @@ class Builder:
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
-    def unit(self, job: Job, unit: Unit, copy: str) -> tuple[str, dict[str, Any]]:
+    def unit(self, job: Job, unit: Unit, copy: str, roots: Sequence[str]
+             ) -> tuple[str, dict[str, Any]]:
         """The cached object for one unit: (path in the cache, what happened)."""
         t0 = time.monotonic()
         bad = unsafe_flag(unit.command)
         if bad:
             raise Unsupported(f"{bad} loads code into the compiler: not built through the cache")
-        ident = self.identity(unit.command)
+        ident = self.identity(unit.command, roots)
         if unit.kind == "cuda":  # nvcc runs a host compiler too: -ccbin's, else c++
             words = shlex.split(unit.command)
             host = words[words.index("-ccbin") + 1] if "-ccbin" in words[:-1] else "c++"
-            ident = _sha(ident, self.identity(host))
+            ident = _sha(ident, self.identity(shlex.quote(host), roots))
         with open(copy, "rb") as f:
             source = f.read()
         info: dict[str, Any] = {"source": os.path.basename(unit.source), "kind": unit.kind}
@@ -313,7 +341,7 @@ class Builder:
             else:
                 t1 = time.monotonic()
                 if unit.kind == "cxx" and source.lstrip().startswith(PCH_HEADER.encode()):
-                    self._compile_pch(unit, out, binds, info)
+                    self._compile_pch(unit, out, binds, info, roots)
                 elif unit.kind == "cuda":
                     self._compile_cuda(unit, out, binds, info, okey)
                 else:
@@ -357,12 +385,11 @@ class Builder:
             re_, rm = e.result(), m.result()
         if re_.code != 0:  # cheap to repeat: torch's own build reports it as torch does
             raise Unsupported(f"preprocessing failed in the build sandbox: {re_.output[-500:]}")
-        with open(os.path.join(out, "unit.ii"), "rb") as f:
-            ii = f.read()
+        ii = inline_safety.read_regular(os.path.join(out, "unit.ii"))
         deps: list[str] | None = None  # unknown: no direct entry
-        if rm.code == 0 and os.path.isfile(os.path.join(out, "unit.d")):
-            with open(os.path.join(out, "unit.d")) as f:
-                text = f.read().replace("\\\n", " ")
+        if rm.code == 0 and os.path.lexists(os.path.join(out, "unit.d")):
+            text = inline_safety.read_regular(os.path.join(out, "unit.d")).decode(
+                errors="replace").replace("\\\n", " ")
             deps = [d for d in text.partition(":")[2].split() if d != unit.source]
         return ii, deps
 
@@ -400,31 +427,36 @@ class Builder:
             obj) else None
 
     def _write_json(self, path: str, value: Any) -> None:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(value, f)
-        os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".",
+                                   suffix=".tmp")  # unique: threads and workers write at once
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(value, f)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.remove(tmp)
+            raise
 
     def _store(self, built: str, dest: str) -> None:
-        if not os.path.isfile(built):
+        """Copies a build's output into the cache: a regular file only, no link followed (a
+        rule that links its output to a secret must not get the secret cached)."""
+        if not os.path.lexists(built):
             raise CompileFailed(f"the compiler wrote no object ({os.path.basename(dest)})")
-        tmp = f"{dest}.{os.getpid()}.tmp"
-        shutil.copyfile(built, tmp)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, dest)
+        inline_safety.copy_regular(built, dest, 0o444)
 
     def _compile_pch(self, unit: Unit, out: str, binds: list[tuple[str, str]],
-                     info: dict[str, Any]) -> None:
+                     info: dict[str, Any], roots: Sequence[str]) -> None:
         """A C++ unit that starts with torch/extension.h, with that header precompiled once per
         flag set (and compiler); -Winvalid-pch makes an unusable header visible in the log."""
-        pdir = self._pch(unit, info)
+        pdir = self._pch(unit, info, roots)
         extra = f"-include {shlex.quote(os.path.join(pdir, 'pch.h'))} -Winvalid-pch" if pdir else ""
         r = self.run(self._cmd(unit, "-c", f"{out}/unit.o", extra), out, binds)
         if "invalid-pch" in r.output or "not using" in r.output:
             info["pch_warning"] = r.output[-500:]
         self._check(r, unit)
 
-    def _pch(self, unit: Unit, info: dict[str, Any]) -> str | None:
+    def _pch(self, unit: Unit, info: dict[str, Any], roots: Sequence[str]) -> str | None:
         """The precompiled header for the unit's flags without -DTORCH_EXTENSION_NAME, so one
         serves every extension name: torch/extension.h does not reference that macro, and GCC
         accepts a header built without a macro the unit defines when the header never used it
@@ -432,7 +464,7 @@ class Builder:
         defined as ..."). Should a header ever use it, -Winvalid-pch reports the refusal and the
         unit compiles from the text, correct either way."""
         command = EXTENSION_NAME.sub("", unit.command)
-        pkey = _sha("pch", self.identity(command),
+        pkey = _sha("pch", self.identity(command, roots),
                     command.replace(os.path.dirname(unit.source), "@DIR@"))
         pdir = os.path.join(self.cache, "pch", pkey)
         meta = os.path.join(pdir, "deps.json")
@@ -456,25 +488,37 @@ class Builder:
             cmd = self._cmd(hunit, "-x c++-header", header + ".gch",
                             f"-MD -MF {shlex.quote(out)}/pch.d")
             r = self.run(cmd, out)
-            if r.code != 0 or not os.path.isfile(header + ".gch"):
+            if r.code != 0 or not os.path.lexists(header + ".gch"):
                 info["pch"] = f"failed: {r.output[-300:]}"
                 return None
-            with open(os.path.join(out, "pch.d")) as f:
-                names = f.read().replace("\\\n", " ").partition(":")[2].split()
+            text = inline_safety.read_regular(os.path.join(out, "pch.d")).decode(errors="replace")
+            names = text.replace("\\\n", " ").partition(":")[2].split()
             deps = [[p, os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in names
                     if os.path.isabs(p) and not _inside(p, out)]
-            self._write_json(os.path.join(out, "deps.json"), deps)
             os.remove(os.path.join(out, "pch.d"))
-            tmp = pdir + f".{os.getpid()}.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(out, tmp)
-            shutil.rmtree(pdir, ignore_errors=True)
-            os.replace(tmp, pdir)
+            self._publish_pch(out, pdir, deps)
             info["pch"] = "built"
             info["pch_build_s"] = round(time.monotonic() - t0, 3)
             return pdir
         finally:
             shutil.rmtree(out, ignore_errors=True)
+
+    def _publish_pch(self, out: str, pdir: str, deps: list[list[Any]]) -> None:
+        """Copies the header's build (directories and regular files only) to a unique staging
+        name beside `pdir`, writes deps.json there (not in `out`, where the build could have
+        planted a link) and renames it into place; a stale `pdir` is renamed away first."""
+        stage = tempfile.mkdtemp(dir=os.path.dirname(pdir), prefix=os.path.basename(pdir) + ".")
+        try:
+            inline_safety.copy_tree_regular(out, os.path.join(stage, "pch"))
+            self._write_json(os.path.join(stage, "pch", "deps.json"), deps)
+            if os.path.isdir(pdir):
+                os.replace(pdir, os.path.join(stage, "old"))
+            try:
+                os.replace(os.path.join(stage, "pch"), pdir)
+            except OSError:  # another build published it meanwhile: theirs serves as well
+                pass
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
     def _compile_cuda(self, unit: Unit, out: str, binds: list[tuple[str, str]],
                       info: dict[str, Any], okey: str) -> None:
@@ -493,7 +537,12 @@ class Builder:
             return
         info["cuda_chains"] = f"{len(steps.commands)} steps" + (
             ", module id pinned" if steps.module_id else "")
-        failed = inline_nvcc.run_plan(steps, lambda c: self.run(c, out, binds), self.jobs, out)
+        try:
+            failed = inline_nvcc.run_plan(steps, lambda c: self.run(c, out, binds), self.jobs,
+                                          out)
+        except OSError as e:  # the module id file's path (the candidate's text) was refused
+            info["cuda_chains"] = f"serial ({e})"
+            failed = self.run(self._cmd(unit, "-c", f"{out}/unit.o"), out, binds)
         if failed is not None and os.path.basename(unit.source) not in failed.output:
             info["cuda_chains"] = "serial (a step failed without a diagnostic on the source)"
             failed = self.run(self._cmd(unit, "-c", f"{out}/unit.o"), out, binds)

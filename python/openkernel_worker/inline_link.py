@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
-import subprocess
 
 from .inline_build import unsafe_flag
 
@@ -40,26 +38,22 @@ def unsafe_link_flag(command: str) -> str | None:
     return None
 
 
-def search_dirs(driver: str, env: dict[str, str]) -> list[str]:
-    """The driver's library directories (`-print-search-dirs`, LIBRARY_PATH included)."""
-    r = subprocess.run([driver, "-print-search-dirs"], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, env=env, timeout=60, text=True)
-    for line in r.stdout.splitlines():
+def parse_search_dirs(text: str) -> list[str]:
+    """The driver's library directories from its `-print-search-dirs` report (LIBRARY_PATH
+    included), which the worker gets from a build sandbox (inline_cache.Builder.probe): the
+    driver is the candidate's choice and never runs outside one."""
+    for line in text.splitlines():
         if line.startswith("libraries: "):
             return [os.path.normpath(d) for d in line[len("libraries: "):].lstrip("=").split(":")
                     if d]
     return []
 
 
-def linker_program(driver: str, env: dict[str, str]) -> str:
-    """The `ld` the driver runs, as a path."""
-    r = subprocess.run([driver, "-print-prog-name=ld"], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, env=env, timeout=60, text=True)
-    name = r.stdout.strip() or "ld"
-    found = name if "/" in name else shutil.which(name, path=env.get("PATH"))
-    if not found:
-        raise NotCacheable(f"the linker {name!r} was not found")
-    return os.path.realpath(found)
+def linker_name(text: str) -> str:
+    """The `ld` the driver runs, from its `-print-prog-name=ld` report (as parse_search_dirs);
+    the caller resolves and vets it (inline_safety.trusted_program)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "ld"
 
 
 def libraries(words: list[str], system_dirs: list[str]) -> list[str]:

@@ -128,15 +128,42 @@ def nvcc_steps(dryrun: str, keep: str) -> tuple[str, list[str], list[set[int]]] 
     return None if p is None else (p.prefix, p.commands, p.deps)
 
 
+def write_module_id(cwd: str, path: str, ident: str) -> None:
+    """Writes the pinned id at `path` (from the dry run, i.e. the candidate's command) only
+    inside `cwd`: no absolute path outside it, no `..`, no link followed on the way (each
+    directory opened with O_NOFOLLOW from `cwd`'s descriptor) and a fresh file (O_EXCL) in
+    place of whatever had that name. Anything else is an OSError: the unit is not cached."""
+    target = os.path.normpath(os.path.join(cwd, path))
+    rel = os.path.relpath(target, os.path.normpath(cwd))
+    parts = rel.split(os.sep)
+    if rel.startswith("..") or os.path.isabs(rel) or any(x in ("", ".", "..") for x in parts):
+        raise OSError(f"nvcc's module id file {path!r} lies outside the build directory")
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(cwd, flags)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        try:
+            os.unlink(parts[-1], dir_fd=fd)  # a link itself, never its target
+        except FileNotFoundError:
+            pass
+        out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                      | os.O_CLOEXEC, 0o644, dir_fd=fd)
+        with os.fdopen(out, "w") as f:
+            f.write(ident)  # nvcc writes it without a newline
+    finally:
+        os.close(fd)
+
+
 def run_plan(p: Plan, run: Callable[[str], StepResult], jobs: int, cwd: str = ".") -> \
         StepResult | None:
     """Runs the steps, each once its dependencies succeeded; `run(shell text)` runs one. The
     pinned module id is written first (relative paths against `cwd`, where the steps run).
     Returns the first failed step's result (in the dry run's order), or None."""
     if p.module_id is not None:
-        path, ident = p.module_id
-        with open(os.path.join(cwd, path), "w") as f:
-            f.write(ident)  # nvcc writes it without a newline
+        write_module_id(cwd, *p.module_id)
     done: dict[int, concurrent.futures.Future[StepResult]] = {}
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
         def step(i: int) -> StepResult:

@@ -206,7 +206,7 @@ def test_worker_builds_cuda_unit_through_the_graph(tmp_path: Path) -> None:
                f"{' '.join(FLAGS)} -c @IN@ -o @OUT@")
     unit = inline_build.Unit("cuda", str(src), str(src.parent / "cuda.cuda.o"), command)
     job = inline_build.Job(str(src.parent), [unit])
-    obj, info = builder.unit(job, unit, str(src))
+    obj, info = builder.unit(job, unit, str(src), [str(src.parent)])
     assert info["result"] == "built" and "module id pinned" in info["cuda_chains"], info
     plain = _nvcc(tmp_path / "ext", "-c", "cuda.cu", "-o", str(tmp_path / "plain.o"), "--keep",
                   "--keep-dir", str(tmp_path))
@@ -217,5 +217,5 @@ def test_worker_builds_cuda_unit_through_the_graph(tmp_path: Path) -> None:
     link = _nvcc(tmp_path, "-shared", obj, "-o", "libworker.so")
     assert link.returncode == 0, link.stdout
     assert "launch_relu2" in _symbols(tmp_path / "libworker.so")
-    again, info = builder.unit(job, unit, str(src))  # the same unit again: a direct hit
+    again, info = builder.unit(job, unit, str(src), [str(src.parent)])  # the same unit again: a direct hit
     assert again == obj and info["result"] == "hit_direct", info
