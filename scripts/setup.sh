@@ -56,6 +56,10 @@ for preset in "${presets[@]}"; do
   if [ ! -f "build/$preset/build.ninja" ]; then
     cmake --preset "$preset" >/dev/null
   fi
-  cmake --build --preset "$preset" | grep -Ev '^\[[0-9]+/[0-9]+\]|^ninja: no work to do' || true
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "setup: the $preset build failed" >&2; exit 1; }
+  # pipefail: the pipeline fails when the build does (the filter never fails it)
+  if ! cmake --build --preset "$preset" |
+      { grep -Ev '^\[[0-9]+/[0-9]+\]|^ninja: no work to do' || true; }; then
+    echo "setup: the $preset build failed" >&2
+    exit 1
+  fi
 done
