@@ -143,6 +143,10 @@ class CandidateTimeout(Exception):
     pass
 
 
+SEND_TIMEOUT_S = 60.0  # a request line to a candidate that does not read it
+MAX_BUILDS_PER_LOAD = 64  # load_inline/load builds one load may ask the worker for
+
+
 class CandidateProcess:
     """A running `python -m openkernel_worker.candidate`, killed with its group on close()."""
 
@@ -258,27 +262,68 @@ class CandidateProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], timeout_s: float = SEND_TIMEOUT_S) -> None:
+        """Writes one line; a candidate that stops reading (its pipe full) is killed after
+        timeout_s (CandidateTimeout) instead of blocking the worker."""
         import json
 
         assert self.proc.stdin is not None
+        if message.get("op") == "load":
+            self._builds_this_load = 0
+        data = json.dumps(message).encode() + b"\n"
+        deadline = time.monotonic() + timeout_s
         try:
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            fd = self.proc.stdin.fileno()
+            os.set_blocking(fd, False)
+            while data:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.kill()
+                    raise CandidateTimeout()
+                with selectors.DefaultSelector() as sel:
+                    sel.register(fd, selectors.EVENT_WRITE)
+                    if not sel.select(timeout=min(left, 1.0)):
+                        continue
+                try:
+                    data = data[os.write(fd, data):]
+                except BlockingIOError:
+                    continue
+        except (BrokenPipeError, OSError, ValueError):
             raise CandidateDied(self._death()) from None
 
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        self.send(message)
-        return self.receive(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        self.send(message, timeout_s)
+        return self.receive(max(0.0, deadline - time.monotonic()))
 
     def receive(self, timeout_s: float, kill_on_timeout: bool = True) -> dict[str, Any]:
         """The next reply. After timeout_s the process is killed (CandidateTimeout), or only
-        CandidateTimeout is raised with kill_on_timeout=False (0 s then polls)."""
+        CandidateTimeout is raised with kill_on_timeout=False (0 s then polls). Nested build
+        requests are served in between, within the same deadline, only while a load with a
+        build server is in progress and at most MAX_BUILDS_PER_LOAD of them; any other is a
+        protocol violation and kills the candidate (CandidateDied: runtime_error)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            reply = self._next_line(deadline, kill_on_timeout)
+            if reply.get("op") != "build":
+                return reply
+            if self.builder is None:
+                self.kill()
+                raise CandidateDied("the candidate process broke the protocol: a build request "
+                                    "outside a load served by the build server")
+            self._builds_this_load += 1
+            if self._builds_this_load > MAX_BUILDS_PER_LOAD:
+                self.kill()
+                raise CandidateDied(f"the candidate process broke the protocol: more than "
+                                    f"{MAX_BUILDS_PER_LOAD} build requests in one load")
+            served = self._serve_build(reply)
+            self.send(served, max(1.0, deadline - time.monotonic()))  # 1 s: a poll's too
+
+    def _next_line(self, deadline: float, kill_on_timeout: bool) -> dict[str, Any]:
+        """One JSON object from the candidate, before `deadline` (see receive)."""
         import json
 
         assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             ready = self._sel.select(timeout=min(max(left, 0.0), 1.0))
@@ -305,12 +350,10 @@ class CandidateProcess:
             raise CandidateDied("the candidate process wrote a malformed reply") from None
         if not isinstance(reply, dict):
             raise CandidateDied("the candidate process wrote a malformed reply")
-        if reply.get("op") == "build":  # a nested request during load (inline_build.py)
-            self.send(self._serve_build(reply))
-            return self.receive(max(0.0, deadline - time.monotonic()), kill_on_timeout)
         return reply
 
     builder: Any = None  # inline_cache.Builder, set by the evaluation before "load"
+    _builds_this_load = 0  # build requests served since the last "load" sent
     build_roots: list[str] = []  # the directories a build request may name
 
     def _serve_build(self, request: dict[str, Any]) -> dict[str, Any]:
