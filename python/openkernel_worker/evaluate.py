@@ -877,15 +877,20 @@ class Evaluation:
         """The source's build lock (prebuild.py), held while the candidate loads, so that a
         pre-build of the same source still running finishes first and this load finds its
         objects in the cache instead of building them again beside it. The wait shows as
-        phases_s.prebuild_wait. None for candidates that build no extension."""
+        phases_s.prebuild_wait. None for candidates that build no extension. A lock held past
+        timeout_s is the environment's problem (a stuck build of the same source), reported as
+        such: loading anyway could cost the candidate a second timeout it did not cause."""
         if not prebuild.wants_build(self.candidate_source):
             return None
         lock = prebuild.BuildLock(self.cache_root(), prebuild.source_key(self.candidate_source))
         waited = lock.acquire(self.opts.timeout_s)
-        if waited is None or waited > 0.01:  # it had to wait (and, with None, gave up)
-            self.phases["prebuild_wait"] = self.opts.timeout_s if waited is None else waited
         if waited is None:
-            return None
+            raise EnvironmentProblem(
+                f"the build lock of this candidate's source was held for more than "
+                f"{self.opts.timeout_s:g} s by another build of the same source (a pre-build or "
+                f"an evaluation); the candidate was not loaded")
+        if waited > 0.01:  # it had to wait
+            self.phases["prebuild_wait"] = waited
         prebuild.remove_stale_batons(self.extensions_dir())  # from a build killed earlier
         return lock
 

@@ -22,12 +22,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 # Flags that make the compiler load or run code the source chose: never built through the cache.
+# A cacheability rule only, not a security boundary: the command is the candidate's own shell
+# text, and only the build sandbox protects (docs/evaluation.md, "Compile caches").
 UNSAFE_FLAGS = ("-fplugin", "-B", "-specs", "--specs", "-wrapper", "-no-integrated-cpp",
                 "-iplugindir", "--compiler-bindir", "@")
 
@@ -143,7 +146,8 @@ def parse_ninja(build_dir: str) -> Job:
 
 
 def unsafe_flag(command: str) -> str | None:
-    """The first flag of a unit's command that loads code into the compiler, if any."""
+    """The first flag of a unit's command that loads code into the compiler, if any: such a unit
+    is not cached (its object would not depend on what the key sees). Not a security check."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -236,10 +240,17 @@ def _run_build(build_directory: str, verbose: bool, error_prefix: str) -> None:
 
 def _copy_library(library: str, output: str) -> str:
     """The worker's cached library (read-only here) copied to where torch imports it."""
-    tmp = f"{output}.{os.getpid()}.tmp"
-    shutil.copyfile(library, tmp)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, output)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(output) or ".",
+                               prefix=os.path.basename(output) + ".", suffix=".tmp")
+    try:
+        with open(library, "rb") as src, os.fdopen(fd, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise
     return "cached"
 
 
@@ -284,6 +295,3 @@ def _write_log(build_directory: str) -> None:
     except OSError:
         pass
 
-
-def job_dict(job: Job) -> dict[str, Any]:
-    return asdict(job)

@@ -117,7 +117,7 @@ class Builder:
             extra = ["--ro-bind", self.cache, self.cache]
             for src, dest in binds:
                 extra += ["--ro-bind", src, dest]
-            extra += ["--bind", out_dir, out_dir]  # on top of a bind of the cache above it
+            extra += ["--bind", out_dir, out_dir]  # again after the binds above: writable
             limits = json.dumps({"CORE": 0, "NPROC": 4096, "CPU": int(self.timeout_s * 4)})
             env["PYTHONPATH"] = sandbox.PKG_ROOT
             env.update({"TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
@@ -549,8 +549,6 @@ class Builder:
         if failed is not None:
             self._check(Run(failed.code, failed.output), unit)
 
-
-nvcc_steps = inline_nvcc.nvcc_steps  # kept here for callers
 
 
 _LOCAL: dict[str, Builder] = {}

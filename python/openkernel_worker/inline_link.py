@@ -27,7 +27,9 @@ class NotCacheable(Exception):
 
 
 def unsafe_link_flag(command: str) -> str | None:
-    """The first flag of a link command that loads code into the compiler or linker."""
+    """The first flag of a link command that loads code into the compiler or linker: such a link
+    is not cached. A cacheability rule only: the link runs the candidate's own shell text, and
+    only the build sandbox protects."""
     bad = unsafe_flag(command)
     if bad:
         return bad

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from openkernel_worker import inline_build, inline_cache, inline_link, sandbox
+from openkernel_worker import inline_build, inline_cache, inline_link, inline_nvcc, sandbox
 
 NAME = "okinline_test"  # one extension name: one flag set, one precompiled header for the suite
 GOOD = f'''
@@ -131,7 +131,7 @@ def test_nvcc_steps_parallel_chains() -> None:
         #$ fatbinary --create="k/cuda.fatbin" "--image3=kind=elf,sm=90a,file=k/cuda.sm_90a.cubin" --embedded-fatbin="k/cuda.fatbin.c"
         #$ gcc -c -x c++ "k/cuda.cudafe1.cpp" -o "out.o"
         """)
-    parsed = inline_cache.nvcc_steps(dry, "k")
+    parsed = inline_nvcc.nvcc_steps(dry, "k")
     assert parsed is not None
     prefix, commands, deps = parsed
     assert prefix.startswith("export _NVVM_BRANCH_=nvvm") and len(commands) == 7

@@ -46,7 +46,7 @@ def test_unpinned_graph_is_nvccs_order() -> None:
     assert p.deps[CICC] == {CUDAFE, DEV_PP}  # the module id file
     assert p.deps[PTXAS] == {CICC} and PTXAS in p.deps[FATBIN]
     assert p.deps[FINAL] == set(range(FINAL))  # it #includes the stub and fatbin.c
-    assert inline_cache.nvcc_steps(DRYRUN, "keep") == (p.prefix, p.commands, p.deps)
+    assert inline_nvcc.nvcc_steps(DRYRUN, "keep") == (p.prefix, p.commands, p.deps)
 
 
 def test_pinned_graph_runs_chains_in_parallel() -> None:

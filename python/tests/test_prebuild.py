@@ -175,3 +175,25 @@ def test_evaluation_waits_for_a_running_prebuild(write: Callable[[str, str], str
     assert r["verdict"] == "correct", r.get("reasons")
     assert r["phases_s"]["prebuild_wait"] > 0.1
     assert set(r["inline_build"]["units"]) <= {"hit_direct", "hit"}, r["inline_build"]
+
+
+def test_lock_held_too_long_is_the_environments_problem(write: Callable[[str, str], str],
+                                                       tiny_reference: str,
+                                                       tmp_path: Path) -> None:
+    """A build of the same source that holds the lock past timeout_s: the evaluation reports the
+    environment instead of loading anyway (which could cost the candidate a second timeout)."""
+    from openkernel_worker.evaluate import EnvironmentProblem, evaluate
+
+    cand = write("cand.py", GOOD.replace("okinline_test", "okprebuild_stuck"))
+    cache = str(tmp_path / "cache")
+    lock = prebuild.BuildLock(cache, prebuild.source_key(Path(cand).read_text()))
+    assert lock.try_acquire()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(EnvironmentProblem, match="build lock"):
+            evaluate({"reference": tiny_reference, "candidate": cand, "backend": "cpu",
+                      "trials": 1, "timeout_s": 4, "seed": 1, "cache_dir": cache})
+        assert time.monotonic() - t0 < 60
+        assert not list(Path(cache, "torch_extensions").rglob("*.so"))  # nothing was built
+    finally:
+        lock.release()
