@@ -1,3 +1,5 @@
+// Long (about 870 lines): the orchestrator's loop, its replay on resume and the pre-build wiring
+// live together here; the code-health work splits Loop (typed failure reasons, one issue rule).
 #include "optimize/session.hpp"
 
 #include <fmt/core.h>
