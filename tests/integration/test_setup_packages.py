@@ -34,6 +34,9 @@ DPKG_INFO = Path("/var/lib/dpkg/info")
 # Not from Debian on purpose: the CUDA toolkit comes with a GPU machine's image (nvcc, for the GPU
 # candidate formats and the tests that use nvcc when present); files under /tmp are build outputs.
 NOT_DEBIAN = ("/usr/local/cuda", "/tmp/", "/proc/", "/dev/")
+# The toolkit's tools by name too: a GPU image may put them on PATH through wrappers or links
+# outside /usr/local/cuda (/usr/local/bin/nvcc here).
+CUDA_TOOLS = {"nvcc", "ncu", "nsys", "cuobjdump", "nvdisasm", "ptxas"}
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("dpkg-query") is None or not DPKG_INFO.is_dir(),
@@ -186,7 +189,7 @@ def files_tests_use() -> list[str]:
                 modules.add(node.module)
         tools.update(re.findall(r"subprocess\.\w+\(\[\s*[\"']([\w.+-]+)[\"']", text))
         tools.update(re.findall(r"shutil\.which\([\"']([\w.+-]+)[\"']\)", text))
-    found = [shutil.which(t) for t in sorted(tools)]
+    found = [shutil.which(t) for t in sorted(tools - CUDA_TOOLS)]
     return [f for f in found if f] + python_files(sorted(modules))
 
 
