@@ -6,9 +6,11 @@ extension. Each build runs in a fresh Python process (as a candidate's would). O
   2. ours, cold: an empty object cache; the first case pays the precompiled header (reported
      apart, `pch_s`), the second is "a new source once the header cache exists";
   3. both warm: the same sources and directories again in new processes.
-Outputs of every build are checked against torch's (`same`). Prints a table and writes a TSV.
+Outputs of every build are checked against the case's torch expression (`same`). Prints a table
+and writes a TSV, plus every build's full log (our builder's per-unit results and fallback reasons)
+as JSON lines in inline_build_logs.jsonl.
 
-  python3 bench/inline_build.py [--out DIR] [--cases relu_cuda,body_cuda,cpu]
+  python3 bench/inline_build.py [--out DIR] [--cases relu_cuda,body_cuda,cpu] [--builders torch,ours]
 CUDA cases are skipped (with a note) without a GPU. OPENKERNEL_INLINE_CACHE is set to a fresh
 directory under --out; the build sandbox is used when bwrap works here.
 """
@@ -49,6 +51,15 @@ torch::Tensor run(torch::Tensor x) {
 CASES = {"relu_cuda": ("cuda", CUDA_RELU), "body_cuda": ("cuda", CUDA_BODY), "cpu": ("cpu", CPU_SRC)}
 
 
+def expected(case: str, x: Any) -> Any:
+    """What the case's kernel computes, written with torch (exact: the same float operations)."""
+    import torch
+
+    if case == "body_cuda":
+        return torch.where(x > 0, x * 2.0, x * 0.1)
+    return torch.relu(x)
+
+
 def child(mode: str, case: str, ext_dir: str) -> None:
     """One build in this fresh process; prints one JSON line."""
     sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -79,7 +90,8 @@ def child(mode: str, case: str, ext_dir: str) -> None:
     y = ext.run(x)
     digest = float(y.double().sum().item())
     print(json.dumps({"build_s": round(build_s, 3), "import_s": round(import_s, 3),
-                      "checksum": digest, "log": log}))
+                      "checksum": digest, "matches": bool(torch.equal(y, expected(case, x))),
+                      "log": log}))
 
 
 def measure(mode: str, case: str, ext_dir: str, env: dict[str, str]) -> dict[str, Any]:
@@ -110,6 +122,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/okbench-inline")
     ap.add_argument("--cases", default="relu_cuda,body_cuda,cpu")
+    ap.add_argument("--builders", default="torch,ours",
+                    help="which builders run (torch, ours, or both); outputs are always checked "
+                         "against the case's torch expression")
     ap.add_argument("--child", nargs=3)
     a = ap.parse_args()
     if a.child:
@@ -131,17 +146,18 @@ def main() -> int:
             print(f"no GPU here: skipping {', '.join(skipped)}")
         cases = [c for c in cases if CASES[c][0] != "cuda"]
     rows: list[list[str]] = []
-    torch_sums: dict[str, float] = {}
+    builders = [b for b in a.builders.split(",") if b in ("torch", "ours")]
+    logs = open(os.path.join(a.out, "inline_build_logs.jsonl"), "w")
     for phase in ("cold", "warm"):
-        for mode in ("torch", "ours"):
+        for mode in builders:
             for case in cases:
                 res = measure(mode, case, os.path.join(work, f"ext-{mode}-{case}"), env)
+                logs.write(json.dumps({"phase": phase, "builder": mode, "case": case, **res}) + "\n")
+                logs.flush()
                 if "error" in res:
                     rows.append([phase, mode, case, "", "", "", "error: " + res["error"][-200:]])
                     continue
-                if mode == "torch":
-                    torch_sums.setdefault(case, res["checksum"])
-                same = "yes" if res["checksum"] == torch_sums.get(case) else "NO"
+                same = "yes" if res.get("matches") else "NO"
                 pch, what = summary(res)
                 rows.append([phase, mode, case, f"{res['build_s']:.2f}", pch, same, what])
                 print("\t".join(rows[-1]), flush=True)

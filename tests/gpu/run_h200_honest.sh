@@ -6,7 +6,8 @@
 # Limits (a fresh machine: empty nvcc, Triton and torch caches; a cold load_inline CUDA build is
 # about 55 s there, a CLI evaluation about 20 s):
 #   1. probe    sandbox probe                                              (15 s)
-#   1b. prewarm every load_inline extension built at once through the CLI (verdicts discarded),
+#   1b. prewarm every load_inline extension built at once through the CLI (verdicts kept apart in
+#               $OUT/prewarm/<case>.json and .err, not counted),
 #               so the counted evaluations below hit the build cache          (240 s)
 #   2. direct   every GPU case without the engine, 8 at a time (builds in parallel): tells a
 #               wrong kernel from a wrong verdict                          (300 s)
@@ -82,8 +83,10 @@ for name, case in CASES.items():
     if os.environ.get("OPENKERNEL_NO_SANDBOX") == "1":
         args.append("--no-sandbox")
     os.makedirs(f"/tmp/okprewarm/{name}", exist_ok=True)
-    procs.append((name, subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)))
+    os.makedirs(os.path.join(os.environ["OUT"], "prewarm"), exist_ok=True)
+    stem = os.path.join(os.environ["OUT"], "prewarm", name)
+    procs.append((name, subprocess.Popen(args, env=env, stdout=open(stem + ".json", "w"),
+                                         stderr=open(stem + ".err", "w"))))
 for name, p in procs:
     print(name, "prewarm rc", p.wait(), flush=True)
 PY

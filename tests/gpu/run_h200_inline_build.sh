@@ -6,6 +6,7 @@
 # includes torch/extension.h, for sm_90a; times and object/symbol checks). Run from the repo root:
 #   OUT=/tmp/okgpu-inline tests/gpu/run_h200_inline_build.sh          # both parts
 #   PART=inline (or PART=nvcc) OUT=/tmp/okgpu-inline tests/gpu/run_h200_inline_build.sh
+#   BUILDERS=ours PART=inline ...   (our builder only: a quick check of its cold and warm builds)
 # Needs python3 with torch (+ nvcc, g++, ninja); bwrap from .device/bin when bundled
 # (scripts/bundle-device.sh), else from PATH. Results: $OUT/inline_build.tsv, $OUT/log.txt,
 # $OUT/nvcc_*.json. Expect under 10 minutes for `inline` (torch's cold builds are ~56 s x 3) and
@@ -24,7 +25,7 @@ export PYTHONUNBUFFERED=1
   nvcc --version | tail -1; g++ --version | head -1; nproc
   PYTHONPATH=python python3 -c "from openkernel_worker import sandbox; print(sandbox.probe('cpu'))"
   if [ "$PART" != nvcc ]; then
-    timeout -k 10 580 python3 bench/inline_build.py --out "$OUT"
+    timeout -k 10 580 python3 bench/inline_build.py --out "$OUT" --builders "${BUILDERS:-torch,ours}"
     echo "inline rc $?"
   fi
   if [ "$PART" != inline ]; then
