@@ -151,7 +151,9 @@ def test_phases_account_for_the_evaluation(tiny_reference: str, write) -> None:
     warm = r["process_warm_s"]  # the candidate process's own account of its start-up
     assert {"module_imports", "torch_import", "profiler_import", "profiler_start",
             "start_to_ready"} <= warm.keys()
-    assert warm["start_to_ready"] <= phases["process_start"] + 0.01
+    # The process is launched before the reference is built (_launch_early), so its start-up
+    # overlaps the reference phase: it fits within the two phases together, not process_start.
+    assert warm["start_to_ready"] <= phases["reference"] + phases["process_start"] + 0.01
 
 
 def test_spare_process_serves_the_next_evaluation(tiny_reference: str, write) -> None:
