@@ -2,19 +2,17 @@
 // input schema is the requested schema.
 #include <fmt/core.h>
 
-#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "llm/provider.hpp"
-#include "llm/sse.hpp"
+#include "llm/stream_reader.hpp"
 
 namespace ok::llm {
 
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kVersion = "2023-06-01";
 constexpr const char* kTool = "reply";
@@ -37,108 +35,69 @@ void read_usage(const json& u, Usage& usage) {
   usage.estimated = false;
 }
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 bool retryable_error_type(const std::string& type) {
   return type == "overloaded_error" || type == "api_error" || type == "rate_limit_error";
 }
 
-class StreamReader final : public HttpReader {
+// The Messages stream: message_start, content blocks (text or the forced tool's input JSON),
+// message_delta (stop reason, final usage), message_stop.
+class MessagesStreamReader final : public StreamReader {
  public:
-  StreamReader(StreamSink* sink, Clock::time_point start) : sink_(sink), start_(start) {}
+  using StreamReader::StreamReader;
 
-  bool on_data(std::string_view chunk) override {
-    events_.clear();
-    parser_.feed(chunk, events_);
-    if (parser_.overflowed()) {
-      error_ = "an event in the stream exceeded the size limit";
-      return false;
-    }
-    for (const auto& e : events_)
-      if (!handle(e)) return false;
-    return true;
-  }
-  bool first_token_seen() const override { return ttft_ms_.has_value(); }
-
-  std::optional<std::string> error_;
-  bool error_retryable_ = true;
-  bool stopped_ = false;
-  bool saw_usage_ = false;
-  std::string stop_;
-  std::string text_;
-  std::string tool_json_;
-  bool tool_used_ = false;
-  std::string model_, id_;
-  Usage usage_;
-  std::optional<double> ttft_ms_;
+  bool stopped = false;
+  std::string stop;
+  std::string tool_json;
+  bool tool_used = false;
 
  private:
-  bool handle(const SseEvent& e) {
-    const json j = json::parse(e.data, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      error_ = fmt::format("malformed JSON in the stream: {}", e.data.substr(0, 120));
-      return false;
-    }
+  bool handle(const SseEvent& e) override {
+    const auto parsed = parse(e);
+    if (!parsed) return false;
+    const json& j = *parsed;
     const std::string type = j.value("type", e.event);
     if (type == "error") {
       std::string etype;
       if (j.contains("error") && j["error"].is_object()) etype = j["error"].value("type", "");
-      error_ = "the server reported an error mid-stream: " + wire::api_error_message(e.data);
-      error_retryable_ = retryable_error_type(etype);
+      error = "the server reported an error mid-stream: " + wire::api_error_message(e.data);
+      error_retryable = retryable_error_type(etype);
       return false;
     }
     if (type == "message_start" && j.contains("message")) {
       const json& m = j["message"];
-      model_ = m.value("model", "");
-      id_ = m.value("id", "");
-      if (m.contains("usage") && m["usage"].is_object()) {
-        read_usage(m["usage"], usage_);
-        saw_usage_ = true;
-      }
+      model = m.value("model", "");
+      id = m.value("id", "");
+      if (m.contains("usage") && m["usage"].is_object()) read_usage(m["usage"], reported());
     } else if (type == "content_block_start" && j.contains("content_block")) {
-      if (j["content_block"].value("type", "") == "tool_use") tool_used_ = true;
+      if (j["content_block"].value("type", "") == "tool_use") tool_used = true;
     } else if (type == "content_block_delta" && j.contains("delta")) {
       const json& d = j["delta"];
       const std::string dtype = d.value("type", "");
       if (dtype == "text_delta") {
-        const std::string piece = d.value("text", "");
-        mark_token();
-        text_ += piece;
-        if (sink_ && !piece.empty()) sink_->on_delta(piece);
+        deliver(text, d.value("text", ""));
       } else if (dtype == "input_json_delta") {
-        const std::string piece = d.value("partial_json", "");
-        mark_token();
-        tool_json_ += piece;
-        if (sink_ && !piece.empty()) sink_->on_delta(piece);
+        deliver(tool_json, d.value("partial_json", ""));
       } else if (dtype == "thinking_delta") {
         mark_token();
       }
     } else if (type == "message_delta") {
       if (j.contains("delta") && j["delta"].contains("stop_reason") &&
           j["delta"]["stop_reason"].is_string())
-        stop_ = j["delta"]["stop_reason"].get<std::string>();
+        stop = j["delta"]["stop_reason"].get<std::string>();
       if (j.contains("usage") && j["usage"].is_object()) {
         const json& u = j["usage"];
-        if (u.contains("output_tokens")) usage_.output_tokens = u["output_tokens"].get<int64_t>();
-        if (u.contains("input_tokens") && u["input_tokens"].is_number()) read_usage(u, usage_);
-        saw_usage_ = true;
+        Usage& total = reported();
+        if (u.contains("output_tokens")) total.output_tokens = u["output_tokens"].get<int64_t>();
+        if (u.contains("input_tokens") && u["input_tokens"].is_number()) read_usage(u, total);
       }
     } else if (type == "message_stop") {
-      stopped_ = true;
+      stopped = true;
     }
     return true;
   }
 
-  void mark_token() {
-    if (!ttft_ms_) ttft_ms_ = ms_since(start_);
-  }
-
-  StreamSink* sink_;
-  Clock::time_point start_;
-  SseParser parser_;
-  std::vector<SseEvent> events_;
+  // The usage reported so far: message_start gives input tokens, message_delta the output.
+  Usage& reported() { return usage ? *usage : usage.emplace(); }
 };
 
 class AnthropicProvider final : public Provider {
@@ -147,17 +106,14 @@ class AnthropicProvider final : public Provider {
 
   std::expected<Response, AttemptError> send(const Request& req, const AttemptOptions& opts,
                                              StreamSink* sink) override {
-    HttpRequest http;
     // Accept both https://api.anthropic.com and a base URL that already ends in /v1.
-    http.url = ep_.base_url + (ep_.base_url.ends_with("/v1") ? "/messages" : "/v1/messages");
-    http.headers = {"Content-Type: application/json",
-                    std::string("anthropic-version: ") + kVersion};
-    if (!ep_.api_key.empty()) http.headers.push_back("x-api-key: " + ep_.api_key);
-    if (req.stream) http.headers.push_back("Accept: text/event-stream");
-    http.body = body(req).dump();
-    http.stream = req.stream;
-    http.timeouts = opts.timeouts;
-    http.cancel = opts.cancel;
+    std::string url =
+        ep_.base_url + (ep_.base_url.ends_with("/v1") ? "/messages" : "/v1/messages");
+    std::vector<std::string> headers = {"Content-Type: application/json",
+                                        std::string("anthropic-version: ") + kVersion};
+    if (!ep_.api_key.empty()) headers.push_back("x-api-key: " + ep_.api_key);
+    const HttpRequest http =
+        wire::post(std::move(url), std::move(headers), body(req).dump(), req, opts);
     return req.stream ? send_stream(req, http, sink) : send_whole(req, http, sink);
   }
 
@@ -167,10 +123,9 @@ class AnthropicProvider final : public Provider {
     for (const auto& m : req.messages)
       msgs.push_back(
           {{"role", m.role == Role::kAssistant ? "assistant" : "user"}, {"content", m.content}});
-    int64_t max_tokens = req.max_tokens;
-    if (ep_.info && ep_.info->max_output_tokens > 0)
-      max_tokens = std::min(max_tokens, ep_.info->max_output_tokens);
-    json b = {{"model", ep_.model_id}, {"max_tokens", max_tokens}, {"messages", std::move(msgs)}};
+    json b = {{"model", ep_.model_id},
+              {"max_tokens", wire::max_output_tokens(req, ep_)},
+              {"messages", std::move(msgs)}};
     if (!req.system.empty()) b["system"] = req.system;
     if (req.temperature) b["temperature"] = *req.temperature;
     if (req.stream) b["stream"] = true;
@@ -186,18 +141,11 @@ class AnthropicProvider final : public Provider {
   std::expected<Response, AttemptError> send_whole(const Request& req, const HttpRequest& http,
                                                    StreamSink* sink) {
     const HttpResponse res = http_post(http, nullptr);
-    if (res.transport != Transport::kOk)
-      return std::unexpected(wire::transport_error(res, ep_, http.timeouts));
-    if (!wire::is_success(res.status)) return std::unexpected(wire::status_error(res, ep_));
-    const json j = json::parse(res.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      return std::unexpected(
-          wire::protocol_error(ep_, fmt::format("malformed JSON in the reply from {}: {}",
-                                                ep_.provider.name, res.body.substr(0, 120))));
-    if (j.value("type", "") == "error")
-      return std::unexpected(
-          wire::protocol_error(ep_, fmt::format("{} returned an error: {}", ep_.provider.name,
-                                                wire::api_error_message(res.body))));
+    const auto reply = wire::whole_reply(res, http, ep_, [](const json& j) {
+      return j.value("type", "") == "error";
+    });
+    if (!reply) return std::unexpected(reply.error());
+    const json& j = *reply;
     Response r;
     try {
       bool tool = false;
@@ -215,52 +163,33 @@ class AnthropicProvider final : public Provider {
         r.stop_reason = stop_reason(j["stop_reason"].get<std::string>());
       r.model = j.value("model", ep_.model_id);
       r.id = j.value("id", "");
-      if (j.contains("usage") && j["usage"].is_object()) {
-        read_usage(j["usage"], r.usage);
-      } else {
-        r.usage.input_tokens = wire::estimate_input_tokens(req);
-        r.usage.output_tokens = estimate_tokens(r.text);
-        r.usage.estimated = true;
-      }
+      std::optional<Usage> usage;
+      if (j.contains("usage") && j["usage"].is_object()) read_usage(j["usage"], usage.emplace());
+      wire::set_usage(r, req, usage);
     } catch (const json::exception&) {
       return std::unexpected(
           wire::protocol_error(ep_, fmt::format("the reply from {} has no content blocks: {}",
                                                 ep_.provider.name, res.body.substr(0, 120))));
     }
-    r.ttft_ms = res.first_byte_ms >= 0 ? std::optional<double>(res.first_byte_ms) : std::nullopt;
-    if (sink && !r.text.empty()) sink->on_delta(r.text);
+    wire::finish_whole(r, res, sink);
     return r;
   }
 
   std::expected<Response, AttemptError> send_stream(const Request& req, const HttpRequest& http,
                                                     StreamSink* sink) {
-    StreamReader reader(sink, Clock::now());
+    MessagesStreamReader reader(sink);
     const HttpResponse res = http_post(http, &reader);
-    if (reader.error_)
-      return std::unexpected(wire::protocol_error(ep_, *reader.error_, reader.error_retryable_));
-    if (res.status != 0 && !wire::is_success(res.status))
-      return std::unexpected(wire::status_error(res, ep_));
-    if (res.transport != Transport::kOk)
-      return std::unexpected(wire::transport_error(res, ep_, http.timeouts));
-    if (!reader.stopped_)
-      return std::unexpected(wire::protocol_error(
-          ep_, fmt::format("the stream from {} ended without message_stop after {} bytes "
-                           "(truncated)",
-                           ep_.provider.name, res.streamed_bytes)));
+    if (auto e = wire::stream_error(res, http, ep_, reader.error, reader.error_retryable,
+                                    reader.stopped, "message_stop"))
+      return std::unexpected(std::move(*e));
     Response r;
-    r.text = reader.tool_used_ && req.json_schema ? std::move(reader.tool_json_)
-                                                  : std::move(reader.text_);
-    r.stop_reason = stop_reason(reader.stop_);
-    r.model = reader.model_.empty() ? ep_.model_id : reader.model_;
-    r.id = reader.id_;
-    if (reader.saw_usage_) {
-      r.usage = reader.usage_;
-    } else {
-      r.usage.input_tokens = wire::estimate_input_tokens(req);
-      r.usage.output_tokens = estimate_tokens(r.text);
-      r.usage.estimated = true;
-    }
-    r.ttft_ms = reader.ttft_ms_;
+    r.text = reader.tool_used && req.json_schema ? std::move(reader.tool_json)
+                                                 : std::move(reader.text);
+    r.stop_reason = stop_reason(reader.stop);
+    r.model = reader.model.empty() ? ep_.model_id : reader.model;
+    r.id = reader.id;
+    wire::set_usage(r, req, reader.usage);
+    r.ttft_ms = reader.ttft_ms;
     return r;
   }
 

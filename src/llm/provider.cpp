@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <ctime>
@@ -180,6 +181,74 @@ int64_t estimate_input_tokens(const Request& req) {
   for (const auto& m : req.messages) n += estimate_tokens(m.content) + 4;
   if (req.json_schema) n += estimate_tokens(req.json_schema->dump());
   return n;
+}
+
+HttpRequest post(std::string url, std::vector<std::string> headers, std::string body,
+                 const Request& req, const AttemptOptions& opts) {
+  HttpRequest http;
+  http.url = std::move(url);
+  http.headers = std::move(headers);
+  if (req.stream) http.headers.push_back("Accept: text/event-stream");
+  http.body = std::move(body);
+  http.stream = req.stream;
+  http.timeouts = opts.timeouts;
+  http.cancel = opts.cancel;
+  return http;
+}
+
+int64_t max_output_tokens(const Request& req, const Endpoint& ep) {
+  if (ep.info && ep.info->max_output_tokens > 0)
+    return std::min<int64_t>(req.max_tokens, ep.info->max_output_tokens);
+  return req.max_tokens;
+}
+
+std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
+                                                        const HttpRequest& http,
+                                                        const Endpoint& ep,
+                                                        bool (*is_error)(const nlohmann::json&)) {
+  if (res.transport != Transport::kOk)
+    return std::unexpected(transport_error(res, ep, http.timeouts));
+  if (!is_success(res.status)) return std::unexpected(status_error(res, ep));
+  nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return std::unexpected(protocol_error(
+        ep, fmt::format("malformed JSON in the reply from {}: {}", ep.provider.name,
+                        res.body.substr(0, 120))));
+  if (is_error(j))
+    return std::unexpected(protocol_error(ep, fmt::format("{} returned an error: {}",
+                                                          ep.provider.name,
+                                                          api_error_message(res.body))));
+  return j;
+}
+
+std::optional<AttemptError> stream_error(const HttpResponse& res, const HttpRequest& http,
+                                         const Endpoint& ep,
+                                         const std::optional<std::string>& reader_error,
+                                         bool retryable, bool complete,
+                                         std::string_view end_marker) {
+  if (reader_error) return protocol_error(ep, *reader_error, retryable);
+  if (res.status != 0 && !is_success(res.status)) return status_error(res, ep);
+  if (res.transport != Transport::kOk) return transport_error(res, ep, http.timeouts);
+  if (!complete)
+    return protocol_error(
+        ep, fmt::format("the stream from {} ended without {} after {} bytes (truncated)",
+                        ep.provider.name, end_marker, res.streamed_bytes));
+  return std::nullopt;
+}
+
+void set_usage(Response& r, const Request& req, const std::optional<Usage>& reported) {
+  if (reported) {
+    r.usage = *reported;
+    return;
+  }
+  r.usage.input_tokens = estimate_input_tokens(req);
+  r.usage.output_tokens = estimate_tokens(r.text);
+  r.usage.estimated = true;
+}
+
+void finish_whole(Response& r, const HttpResponse& res, StreamSink* sink) {
+  r.ttft_ms = res.first_byte_ms >= 0 ? std::optional<double>(res.first_byte_ms) : std::nullopt;
+  if (sink && !r.text.empty()) sink->on_delta(r.text);
 }
 
 }  // namespace wire

@@ -10,6 +10,7 @@
 #include <expected>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -60,6 +61,32 @@ AttemptError protocol_error(const Endpoint& ep, const std::string& message, bool
 // Input tokens of a request as estimated from its characters.
 int64_t estimate_input_tokens(const Request& req);
 bool is_success(long status);
+
+// The POST of one request: `body` to `url` with `headers` (plus Accept: text/event-stream when the
+// request streams), under the attempt's timeouts and cancel flag.
+HttpRequest post(std::string url, std::vector<std::string> headers, std::string body,
+                 const Request& req, const AttemptOptions& opts);
+// The output-token limit to ask for: the request's, capped by the model's own when known.
+int64_t max_output_tokens(const Request& req, const Endpoint& ep);
+// A whole (non-streamed) reply as a JSON object, or the error it amounts to, in this order: the
+// transport failed, the status is not 2xx, the body is no JSON object, or `is_error` says the
+// object is the API's error reply.
+std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
+                                                        const HttpRequest& http,
+                                                        const Endpoint& ep,
+                                                        bool (*is_error)(const nlohmann::json&));
+// The error a finished stream amounts to, if any, in this order: the reader stopped it
+// (`reader_error`, retryable or not), the status is not 2xx, the transport failed, or the stream
+// ended before `end_marker` was seen (`complete` false: truncated).
+std::optional<AttemptError> stream_error(const HttpResponse& res, const HttpRequest& http,
+                                         const Endpoint& ep,
+                                         const std::optional<std::string>& reader_error,
+                                         bool retryable, bool complete,
+                                         std::string_view end_marker);
+// The usage the reply reported, else one estimated from the request and the reply's text.
+void set_usage(Response& r, const Request& req, const std::optional<Usage>& reported);
+// What every whole reply ends with: the time to its first byte, and its text to the sink.
+void finish_whole(Response& r, const HttpResponse& res, StreamSink* sink);
 
 }  // namespace wire
 
