@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "support/scoped_env.hpp"
 
 namespace fs = std::filesystem;
 using ok::config::Config;
@@ -49,26 +50,7 @@ class ConfigTest : public ::testing::Test {
 };
 
 // Sets an environment variable for the life of the object, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ok::testing::ScopedEnv;
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "problems/kernelbench.hpp"
+#include "support/scoped_env.hpp"
 
 namespace fs = std::filesystem;
 using ok::problems::find_problem;
@@ -17,26 +18,7 @@ using ok::util::ErrorKind;
 
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ok::testing::ScopedEnv;
 
 class ProblemsTest : public ::testing::Test {
  protected:

@@ -21,12 +21,9 @@ from typing import Any, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
+from locations import BINARY, FIXTURES, PYTHON, ROOT
 KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
                    or ROOT.parent / "shared/kernelbench")
-PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
 JOBS = int(os.environ.get("OPENKERNEL_TEST_JOBS") or 3)
 RUN_LIMIT_S = 300
 

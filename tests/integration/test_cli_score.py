@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
+from locations import BINARY
 
 pytestmark = pytest.mark.skipif(not BINARY.is_file(),
                                 reason=f"no openkernel binary at {BINARY}; build it or set "

@@ -21,10 +21,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from locations import BINARY, PYTHON, ROOT
 BENCH = Path(__file__).resolve().parent / "fixtures/minibench"
-BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
-PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
 SLURM = ROOT / "tests/slurm/local_slurm.sh"
 QUICK = ["--backend", "cpu", "--model", "builtin", "--trials", "2",
          "--timing-budget", "0.3", "--timeout", "120", "--kernelbench-dir", str(BENCH)]

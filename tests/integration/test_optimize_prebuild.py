@@ -23,10 +23,7 @@ import pytest
 
 from llm_stub import LlmStub
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
-PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
+from locations import BINARY, FIXTURES, PYTHON, ROOT
 SWISH = ROOT / "examples/swish_chain"
 QUICK = ["--trials", "2", "--timing-budget", "0.3", "--timeout", "300"]
 CRITIC = json.dumps({"bottleneck": "memory", "evidence": ["one pass"],

@@ -21,9 +21,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
-PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
+from locations import BINARY, PYTHON, ROOT
 SANDBOX = ROOT / "tests/adversarial/sandbox"
 MARK = "sk-openkernel-fake"
 

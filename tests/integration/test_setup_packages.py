@@ -22,14 +22,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from locations import PYTHON, ROOT
 BUILD = ROOT / "build/release"
-PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
 DPKG_INFO = Path("/var/lib/dpkg/info")
 # Not from Debian on purpose: the CUDA toolkit comes with a GPU machine's image (nvcc, for the GPU
 # candidate formats and the tests that use nvcc when present); files under /tmp are build outputs.

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from locations import ROOT
+
 sys.path[:0] = [str(ROOT / "python"), str(ROOT / "python/tests")]
 
 from fuzzing import (WorkerProcess, channel_lines, fuzz_worker,  # noqa: E402
