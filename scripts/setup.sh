@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what OpenKernel needs on Debian 12 (idempotent; silent when already done) and builds it.
-# Usage: scripts/setup.sh [--tests] [preset...]   (default preset: release)
+# Usage: scripts/setup.sh [--tests] [--target NAME]... [preset...]   (default preset: release)
 #   profile "run" (always): the build, the engine, the worker, and every CPU candidate format
 #   (plain PyTorch, openkernel_worker.native's g++ path, torch.utils.cpp_extension.load_inline/load);
 #   --tests adds what only the test suites run (scripts/test.sh passes it).
+#   --target builds only that target (and what it needs) instead of everything: scripts/main.sh
+#   builds just the `openkernel` binary, not the tests.
 # This is the one place that installs Debian packages (besides tests/slurm/local_slurm.sh, which
 # installs SLURM on demand for its own test); tests/integration/test_setup_packages.py checks that
 # every package the build, the candidate formats and the tests use is named here.
@@ -29,10 +31,17 @@ TEST_PACKAGES=(
 )
 
 packages=("${RUN_PACKAGES[@]}")
-if [ "${1:-}" = "--tests" ]; then
-  shift
-  packages+=("${TEST_PACKAGES[@]}")
-fi
+targets=()
+while (($#)); do
+  case "$1" in
+    --tests) packages+=("${TEST_PACKAGES[@]}"); shift ;;
+    --target)
+      [ -n "${2:-}" ] || { echo "setup: --target needs a target name" >&2; exit 2; }
+      targets+=(--target "$2"); shift 2 ;;
+    -*) echo "setup: unknown option $1 (usage: scripts/setup.sh [--tests] [--target NAME]... [preset...])" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -57,7 +66,7 @@ for preset in "${presets[@]}"; do
     cmake --preset "$preset" >/dev/null
   fi
   # pipefail: the pipeline fails when the build does (the filter never fails it)
-  if ! cmake --build --preset "$preset" |
+  if ! cmake --build --preset "$preset" "${targets[@]}" |
       { grep -Ev '^\[[0-9]+/[0-9]+\]|^ninja: no work to do' || true; }; then
     echo "setup: the $preset build failed" >&2
     exit 1

@@ -1,18 +1,45 @@
 #!/usr/bin/env bash
 # Builds everything and runs every default test (C++ unit and integration tests, the Python
-# worker's tests, the CLI and adversarial tests), then the C++ tests again under ASan+UBSan.
+# worker's tests, the CLI and adversarial tests), then the C++ tests again under ASan+UBSan, and
+# ends with each suite's duration (ctest's own per-test times are above it).
 # OPENKERNEL_SKIP_ASAN=1 skips the sanitizer pass while iterating.
 # Slow and GPU tests are labelled and excluded here: run them with `ctest --preset release -L slow`
 # or `-L gpu`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --tests release
+
+durations=()
+status=0
+# suite NAME COMMAND...: runs one suite, notes its duration and whether it failed, and goes on so
+# that one failing suite does not hide the others' results.
+suite() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  durations+=("$(printf '%-34s %5d s%s' "$name" $((SECONDS - start)) "$([ $rc -eq 0 ] || echo "  FAILED (exit $rc)")")")
+  [ $rc -eq 0 ] || status=$rc
+  return 0
+}
+summary() {
+  echo
+  echo "test.sh: suite durations"
+  printf '  %s\n' "${durations[@]}"
+  printf '  %-34s %5d s\n' "total" "$SECONDS"
+}
+trap summary EXIT
+
+suite "set-up and release build" scripts/setup.sh --tests release
+[ $status -eq 0 ] || exit $status  # nothing to test without a build
 # C++ tests in parallel; the Python suites one at a time, because the CLI and adversarial suites
 # time honest candidates and check the candidate's clock against the worker's: on two cores a
 # concurrent suite stretches wall time enough to trip those checks.
-ctest --test-dir build/release -j2 --output-on-failure -LE 'python|slow|gpu'
-ctest --preset release -j1 -L python
+suite "C++ tests (unit, llm)" ctest --test-dir build/release -j2 --output-on-failure -LE 'python|slow|gpu'
+# one suite per Python test ctest knows (the preset leaves out slow and gpu)
+for name in $(ctest --preset release -N -L python | sed -n 's/^ *Test *#[0-9]*: //p'); do
+  suite "Python: $name" ctest --preset release -j1 -L python -R "^${name}\$"
+done
 if [ "${OPENKERNEL_SKIP_ASAN:-0}" != 1 ]; then
-  scripts/setup.sh asan
-  ctest --preset asan -j2
+  suite "ASan+UBSan build" scripts/setup.sh asan
+  [ $status -ne 0 ] || suite "C++ tests under ASan+UBSan" ctest --preset asan -j2
 fi
+exit $status
