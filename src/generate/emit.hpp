@@ -101,6 +101,19 @@ std::string py_name(const Graph& g, int value);
 // The reduction identity and combine, by backend language.
 std::string reduce_identity(ReduceKind k, const std::string& lang);
 
+// One backend's spelling of one operation on the plain reductions (sum, prod, max, min): an fmt
+// pattern per kind in which {0} and {1} stand for the operands given to spell(). Arg reductions
+// (argmax, argmin) have no spelling: spell() throws EmitError{no_arg} for them.
+struct ReduceSpelling {
+  const char* sum;
+  const char* prod;
+  const char* max;
+  const char* min;
+  const char* no_arg;  // why an arg reduction cannot be spelled in this backend
+};
+std::string spell(const ReduceSpelling& s, ReduceKind k, const std::string& a = "",
+                  const std::string& b = "");
+
 KernelCode emit_cpu(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
                     const nlohmann::json& params);
 KernelCode emit_triton(const Graph& g, const KernelGroup& G, int index, const Skills& skills,

@@ -174,6 +174,28 @@ std::string reduce_identity(ReduceKind k, const std::string& lang) {
   }
 }
 
+std::string spell(const ReduceSpelling& s, ReduceKind k, const std::string& a,
+                  const std::string& b) {
+  const char* pattern = nullptr;
+  switch (k) {
+    case ReduceKind::kSum:
+      pattern = s.sum;
+      break;
+    case ReduceKind::kProd:
+      pattern = s.prod;
+      break;
+    case ReduceKind::kMax:
+      pattern = s.max;
+      break;
+    case ReduceKind::kMin:
+      pattern = s.min;
+      break;
+    default:
+      throw EmitError{s.no_arg};
+  }
+  return fmt::format(fmt::runtime(pattern), a, b);
+}
+
 std::string render_skill(const Skills& skills, const std::string& backend,
                          const std::string& pattern, const std::string& name,
                          const nlohmann::json& context) {

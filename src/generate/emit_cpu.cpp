@@ -74,35 +74,11 @@ int choose_split(const Graph& g, const KernelGroup& G) {
   return n;
 }
 
-const char* omp_op(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return "+";
-    case ReduceKind::kProd:
-      return "*";
-    case ReduceKind::kMax:
-      return "max";
-    case ReduceKind::kMin:
-      return "min";
-    default:
-      throw EmitError{"no OpenMP reduction for an arg reduction"};
-  }
-}
-
-std::string accumulate(ReduceKind k, const std::string& acc, const std::string& e) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return fmt::format("{} += {};", acc, e);
-    case ReduceKind::kProd:
-      return fmt::format("{} *= {};", acc, e);
-    case ReduceKind::kMax:
-      return fmt::format("{0} = ok_max({0}, {1});", acc, e);
-    case ReduceKind::kMin:
-      return fmt::format("{0} = ok_min({0}, {1});", acc, e);
-    default:
-      throw EmitError{"no accumulation for an arg reduction"};
-  }
-}
+// The OpenMP reduction operator, and the loop's accumulation statement ({0} the accumulator).
+constexpr ReduceSpelling kOmpOp{"+", "*", "max", "min", "no OpenMP reduction for an arg reduction"};
+constexpr ReduceSpelling kAccumulate{"{0} += {1};", "{0} *= {1};", "{0} = ok_max({0}, {1});",
+                                     "{0} = ok_min({0}, {1});",
+                                     "no accumulation for an arg reduction"};
 
 KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& name,
                      const Signature& sig, const Skills& skills, const json& params) {
@@ -204,9 +180,9 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
         init.push_back(fmt::format("p{}[jj] = {};", n.out, ident));
       } else {
         init.push_back(fmt::format("float p{} = {};", n.out, ident));
-        clauses += fmt::format(" reduction({}:p{})", omp_op(n.reduce), n.out);
+        clauses += fmt::format(" reduction({}:p{})", spell(kOmpOp, n.reduce), n.out);
       }
-      body.push_back(accumulate(n.reduce, pref(n.out), e));
+      body.push_back(spell(kAccumulate, n.reduce, pref(n.out), e));
     }
     for (int ni : G.nodes)
       if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)

@@ -65,35 +65,11 @@ std::string aligned_check(const Sig& sig, const std::set<int>& values) {
   return out.empty() ? "true" : out;
 }
 
-const char* op_struct(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return "OkSum";
-    case ReduceKind::kProd:
-      return "OkProd";
-    case ReduceKind::kMax:
-      return "OkMax";
-    case ReduceKind::kMin:
-      return "OkMin";
-    default:
-      throw EmitError{"arg reductions are not generated for CUDA"};
-  }
-}
-
-std::string combine(ReduceKind k, const std::string& acc, const std::string& x) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return fmt::format("{} + {}", acc, x);
-    case ReduceKind::kProd:
-      return fmt::format("{} * {}", acc, x);
-    case ReduceKind::kMax:
-      return fmt::format("fmaxf({}, {})", acc, x);
-    case ReduceKind::kMin:
-      return fmt::format("fminf({}, {})", acc, x);
-    default:
-      throw EmitError{"arg reductions are not generated for CUDA"};
-  }
-}
+// The block reduction's operator struct (cub-style), and the combine of two partial values.
+constexpr ReduceSpelling kOpStruct{"OkSum", "OkProd", "OkMax", "OkMin",
+                                   "arg reductions are not generated for CUDA"};
+constexpr ReduceSpelling kCombine{"{0} + {1}", "{0} * {1}", "fmaxf({0}, {1})", "fminf({0}, {1})",
+                                  "arg reductions are not generated for CUDA"};
 
 // One loop iteration body over VEC consecutive elements: vector loads of the full leaves it reads,
 // a lane loop with the scalar code, vector stores.
@@ -276,10 +252,10 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
         int x = n.args[0].value;
         std::string e = G.produces(x) ? region.get(x, Cls::kRow)
                                       : hooks(vb.lanes, &vb).load(x, g.values[x].shape, Cls::kRow);
-        vb.lanes.push_back(
-            fmt::format("a{0} = {1};", n.out, combine(n.reduce, fmt::format("a{}", n.out), e)));
+        vb.lanes.push_back(fmt::format("a{0} = {1};", n.out,
+                                       spell(kCombine, n.reduce, fmt::format("a{}", n.out), e)));
         fin.push_back(fmt::format("const float p{} = ok_block_reduce<TJ, TR>(a{}, ok_sm, {}());",
-                                  n.out, n.out, op_struct(n.reduce)));
+                                  n.out, n.out, spell(kOpStruct, n.reduce)));
       }
       for (int ni : G.nodes)
         if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)

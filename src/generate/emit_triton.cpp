@@ -68,35 +68,13 @@ bool needs_int64(int64_t last_index) {
   return last_index >= (int64_t{1} << 31) - 1;
 }
 
-std::string reduce_fn(ReduceKind k, const std::string& x, const std::string& axis) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return fmt::format("tl.sum({}, axis={})", x, axis);
-    case ReduceKind::kMax:
-      return fmt::format("tl.max({}, axis={})", x, axis);
-    case ReduceKind::kMin:
-      return fmt::format("tl.min({}, axis={})", x, axis);
-    case ReduceKind::kProd:
-      return fmt::format("tl.reduce({}, {}, _ok_mul)", x, axis);
-    default:
-      throw EmitError{"arg reductions are not generated for Triton"};
-  }
-}
-
-std::string combine(ReduceKind k, const std::string& acc, const std::string& x) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return fmt::format("{} + {}", acc, x);
-    case ReduceKind::kMax:
-      return fmt::format("tl.maximum({}, {})", acc, x);
-    case ReduceKind::kMin:
-      return fmt::format("tl.minimum({}, {})", acc, x);
-    case ReduceKind::kProd:
-      return fmt::format("{} * {}", acc, x);
-    default:
-      throw EmitError{"arg reductions are not generated for Triton"};
-  }
-}
+// The reduction over an axis ({0} the values, {1} the axis), and the combine of two partial values.
+constexpr ReduceSpelling kReduceFn{"tl.sum({0}, axis={1})", "tl.reduce({0}, {1}, _ok_mul)",
+                                   "tl.max({0}, axis={1})", "tl.min({0}, axis={1})",
+                                   "arg reductions are not generated for Triton"};
+constexpr ReduceSpelling kCombine{"{0} + {1}", "{0} * {1}", "tl.maximum({0}, {1})",
+                                  "tl.minimum({0}, {1})",
+                                  "arg reductions are not generated for Triton"};
 
 KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& name, const Sig& sig,
                      const Skills& skills, const json& params) {
@@ -224,7 +202,8 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     h.reduce = [&](int v) {
       const Node& n = g.nodes[g.values[v].producer];
       std::string e = reduced_input(*self, loader, n);
-      lines.push_back(fmt::format("p{} = {}", v, reduce_fn(n.reduce, masked(n.reduce, e), "0")));
+      lines.push_back(
+          fmt::format("p{} = {}", v, spell(kReduceFn, n.reduce, masked(n.reduce, e), "0")));
     };
     Region region(g, G, skills, "triton", &perrow_known, h);
     self = &region;
@@ -259,9 +238,9 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
         std::string e = reduced_input(region, loader, n);
         body.push_back(
             fmt::format("a{0} = {1}", n.out,
-                        combine(n.reduce, fmt::format("a{}", n.out), masked(n.reduce, e))));
-        fin.push_back(
-            fmt::format("p{} = {}", n.out, reduce_fn(n.reduce, fmt::format("a{}", n.out), "0")));
+                        spell(kCombine, n.reduce, fmt::format("a{}", n.out), masked(n.reduce, e))));
+        fin.push_back(fmt::format("p{} = {}", n.out,
+                                  spell(kReduceFn, n.reduce, fmt::format("a{}", n.out), "0")));
       }
       for (int ni : G.nodes)
         if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)

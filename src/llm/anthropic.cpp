@@ -107,8 +107,7 @@ class AnthropicProvider final : public Provider {
   std::expected<Response, AttemptError> send(const Request& req, const AttemptOptions& opts,
                                              StreamSink* sink) override {
     // Accept both https://api.anthropic.com and a base URL that already ends in /v1.
-    std::string url =
-        ep_.base_url + (ep_.base_url.ends_with("/v1") ? "/messages" : "/v1/messages");
+    std::string url = ep_.base_url + (ep_.base_url.ends_with("/v1") ? "/messages" : "/v1/messages");
     std::vector<std::string> headers = {"Content-Type: application/json",
                                         std::string("anthropic-version: ") + kVersion};
     if (!ep_.api_key.empty()) headers.push_back("x-api-key: " + ep_.api_key);
@@ -141,9 +140,8 @@ class AnthropicProvider final : public Provider {
   std::expected<Response, AttemptError> send_whole(const Request& req, const HttpRequest& http,
                                                    StreamSink* sink) {
     const HttpResponse res = http_post(http, nullptr);
-    const auto reply = wire::whole_reply(res, http, ep_, [](const json& j) {
-      return j.value("type", "") == "error";
-    });
+    const auto reply = wire::whole_reply(
+        res, http, ep_, [](const json& j) { return j.value("type", "") == "error"; });
     if (!reply) return std::unexpected(reply.error());
     const json& j = *reply;
     Response r;
@@ -183,8 +181,8 @@ class AnthropicProvider final : public Provider {
                                     reader.stopped, "message_stop"))
       return std::unexpected(std::move(*e));
     Response r;
-    r.text = reader.tool_used && req.json_schema ? std::move(reader.tool_json)
-                                                 : std::move(reader.text);
+    r.text =
+        reader.tool_used && req.json_schema ? std::move(reader.tool_json) : std::move(reader.text);
     r.stop_reason = stop_reason(reader.stop);
     r.model = reader.model.empty() ? ep_.model_id : reader.model;
     r.id = reader.id;

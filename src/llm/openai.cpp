@@ -79,9 +79,8 @@ class OpenAIProvider final : public Provider {
                                              StreamSink* sink) override {
     std::vector<std::string> headers = {"Content-Type: application/json"};
     if (!ep_.api_key.empty()) headers.push_back("Authorization: Bearer " + ep_.api_key);
-    const HttpRequest http =
-        wire::post(ep_.base_url + "/chat/completions", std::move(headers), body(req).dump(), req,
-                   opts);
+    const HttpRequest http = wire::post(ep_.base_url + "/chat/completions", std::move(headers),
+                                        body(req).dump(), req, opts);
     return req.stream ? send_stream(req, http, sink) : send_whole(req, http, sink);
   }
 
@@ -113,9 +112,8 @@ class OpenAIProvider final : public Provider {
   std::expected<Response, AttemptError> send_whole(const Request& req, const HttpRequest& http,
                                                    StreamSink* sink) {
     const HttpResponse res = http_post(http, nullptr);
-    const auto reply = wire::whole_reply(res, http, ep_, [](const json& j) {
-      return j.contains("error");
-    });
+    const auto reply =
+        wire::whole_reply(res, http, ep_, [](const json& j) { return j.contains("error"); });
     if (!reply) return std::unexpected(reply.error());
     const json& j = *reply;
     Response r;

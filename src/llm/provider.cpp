@@ -203,21 +203,20 @@ int64_t max_output_tokens(const Request& req, const Endpoint& ep) {
 }
 
 std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
-                                                        const HttpRequest& http,
-                                                        const Endpoint& ep,
+                                                        const HttpRequest& http, const Endpoint& ep,
                                                         bool (*is_error)(const nlohmann::json&)) {
   if (res.transport != Transport::kOk)
     return std::unexpected(transport_error(res, ep, http.timeouts));
   if (!is_success(res.status)) return std::unexpected(status_error(res, ep));
   nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    return std::unexpected(protocol_error(
-        ep, fmt::format("malformed JSON in the reply from {}: {}", ep.provider.name,
-                        res.body.substr(0, 120))));
+    return std::unexpected(
+        protocol_error(ep, fmt::format("malformed JSON in the reply from {}: {}", ep.provider.name,
+                                       res.body.substr(0, 120))));
   if (is_error(j))
-    return std::unexpected(protocol_error(ep, fmt::format("{} returned an error: {}",
-                                                          ep.provider.name,
-                                                          api_error_message(res.body))));
+    return std::unexpected(protocol_error(
+        ep,
+        fmt::format("{} returned an error: {}", ep.provider.name, api_error_message(res.body))));
   return j;
 }
 

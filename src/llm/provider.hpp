@@ -72,8 +72,7 @@ int64_t max_output_tokens(const Request& req, const Endpoint& ep);
 // transport failed, the status is not 2xx, the body is no JSON object, or `is_error` says the
 // object is the API's error reply.
 std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
-                                                        const HttpRequest& http,
-                                                        const Endpoint& ep,
+                                                        const HttpRequest& http, const Endpoint& ep,
                                                         bool (*is_error)(const nlohmann::json&));
 // The error a finished stream amounts to, if any, in this order: the reader stopped it
 // (`reader_error`, retryable or not), the status is not 2xx, the transport failed, or the stream

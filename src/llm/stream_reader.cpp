@@ -28,8 +28,7 @@ std::optional<nlohmann::json> StreamReader::parse(const SseEvent& e) {
 }
 
 void StreamReader::mark_token() {
-  if (!ttft_ms)
-    ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+  if (!ttft_ms) ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
 }
 
 void StreamReader::deliver(std::string& into, const std::string& piece) {
