@@ -16,6 +16,7 @@
 #include "llm/cancel.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
+#include "optimize/observer.hpp"
 #include "optimize/prebuild.hpp"
 #include "optimize/prompts.hpp"
 #include "optimize/report.hpp"
@@ -59,35 +60,57 @@ struct OptimizeOptions {
   std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
 };
 
-// Live progress on stderr: one line per step, the running best and the money spent.
-optimize::Observer progress(bool quiet) {
-  return [quiet](const optimize::Event& e) {
-    if (quiet && e.kind != "warning") return;
-    std::string best = e.best_speedup ? fmt::format("{:.2f}x", *e.best_speedup) : "none";
-    if (e.kind == "started") {
-      fmt::print(stderr, "optimize  {}\n", e.text);
-    } else if (e.kind == "generating") {
-      fmt::print(stderr, "[{}/{}] generating ({})  best {}  ${:.4f}\n", e.number, e.total, e.text,
-                 best, e.cost_usd);
-    } else if (e.kind == "evaluating") {
-      fmt::print(stderr, "[{}/{}] evaluating: {}\n", e.number, e.total, e.text);
-    } else if (e.kind == "attempt" && e.attempt) {
-      const auto& a = *e.attempt;
-      std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
-      std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));
-      if (why.size() > 160) why = why.substr(0, 157) + "...";
-      fmt::print(stderr, "[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why, a.wall_s,
-                 best, e.cost_usd);
-    } else if (e.kind == "search" || e.kind == "strategy") {
-      fmt::print(stderr, "  {}: {}\n", e.kind, e.text);
-    } else if (e.kind == "stopped") {
-      fmt::print(stderr, "stopped: {}\n", e.text);
-    } else if (e.kind == "warning") {
-      fmt::print(stderr, "openkernel: warning: {}\n", e.text);
-    }
+// Live progress on stderr: one line per step, the running best and the money spent; with
+// --quiet only the warnings. The model's text is not shown.
+class ProgressPrinter final : public optimize::Observer {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet) {}
+
+  void started(const optimize::Standing&, const std::string& what) override {
+    show(fmt::format("optimize  {}\n", what));
+  }
+  void strategy(const optimize::Standing&, const std::string& text) override {
+    show(fmt::format("  strategy: {}\n", text));
+  }
+  void generating(const optimize::Standing& s, int number, const std::string& what) override {
+    show(fmt::format("[{}/{}] generating ({})  best {}  ${:.4f}\n", number, s.total, what, best(s),
+                     s.cost_usd));
+  }
+  void model_text(int, std::string_view) override {}
+  void model_retry(int, const std::string&) override {}
+  void evaluating(const optimize::Standing& s, int number, const std::string& what) override {
+    show(fmt::format("[{}/{}] evaluating: {}\n", number, s.total, what));
+  }
+  void attempt_finished(const optimize::Standing& s, const optimize::Attempt& a) override {
+    std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
+    std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));
+    if (why.size() > 160) why = why.substr(0, 157) + "...";
+    show(fmt::format("[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why, a.wall_s,
+                     best(s), s.cost_usd));
+  }
+  void search_decision(const optimize::Standing&, int, const std::string& kind,
+                       const std::string& text) override {
+    show(fmt::format("  search: {}: {}\n", kind, text));
+  }
+  void warning(const std::string& text) override {
+    fmt::print(stderr, "openkernel: warning: {}\n", text);
     std::fflush(stderr);
-  };
-}
+  }
+  void stopped(const optimize::Standing&, const std::string& reason) override {
+    show(fmt::format("stopped: {}\n", reason));
+  }
+
+ private:
+  static std::string best(const optimize::Standing& s) {
+    return s.best_speedup ? fmt::format("{:.2f}x", *s.best_speedup) : "none";
+  }
+  void show(const std::string& line) const {
+    if (quiet_) return;
+    fmt::print(stderr, "{}", line);
+    std::fflush(stderr);
+  }
+  bool quiet_;
+};
 
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto cfg = config::load_default();
@@ -251,7 +274,16 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.critic = critic.get();
   deps.ledger = builtin ? nullptr : &ledger;
   deps.cancel = &llm::cancel_flag();
-  deps.observer = progress(g.quiet);
+  // Progress on stderr, and every event in the store for whoever follows the session.
+  ProgressPrinter printer(g.quiet);
+  std::vector<optimize::Observer*> observers = {&printer};
+  auto recorded = optimize::StoreObserver::open(st->path(), session);
+  if (recorded)
+    observers.push_back(recorded->get());
+  else
+    printer.warning("the session's events are not recorded: " + recorded.error().message);
+  optimize::FanOut observer(std::move(observers));
+  deps.observer = &observer;
   deps.cache_dir = util::cache_dir().string();
   // Pre-builds (docs/search.md): opt-in (default off; not yet measured on the GPU machine); `auto`
   // runs them on a GPU backend only: on the CPU device a compile would compete with the timed
@@ -266,6 +298,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto outcome =
       optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
   if (!outcome) return report_error(outcome.error());
+  if (auto e = recorded ? (*recorded)->error() : std::nullopt)
+    printer.warning("the session's events stopped being recorded: " + e->message);
 
   json report = optimize::report_json(opts, *outcome);
   report["db"] = st->path().string();
