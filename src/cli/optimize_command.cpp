@@ -112,6 +112,36 @@ class ProgressPrinter final : public optimize::Observer {
   bool quiet_;
 };
 
+// What a session tells: its progress on stderr and, for whoever follows the session, every event
+// in the store (a store that cannot record them costs a warning, not the session).
+class SessionObservers {
+ public:
+  SessionObservers(bool quiet, const std::filesystem::path& db, const std::string& session)
+      : printer_(quiet), recorded_(open_recorded(db, session)), fan_(observers()) {}
+  optimize::Observer* observer() { return &fan_; }
+  void warn_if_events_were_lost() {
+    if (auto e = recorded_ ? recorded_->error() : std::nullopt)
+      printer_.warning("the session's events stopped being recorded: " + e->message);
+  }
+
+ private:
+  std::unique_ptr<optimize::StoreObserver> open_recorded(const std::filesystem::path& db,
+                                                         const std::string& session) {
+    auto r = optimize::StoreObserver::open(db, session);
+    if (r) return std::move(*r);
+    printer_.warning("the session's events are not recorded: " + r.error().message);
+    return nullptr;
+  }
+  std::vector<optimize::Observer*> observers() {
+    std::vector<optimize::Observer*> all = {&printer_};
+    if (recorded_) all.push_back(recorded_.get());
+    return all;
+  }
+  ProgressPrinter printer_;
+  std::unique_ptr<optimize::StoreObserver> recorded_;
+  optimize::FanOut fan_;
+};
+
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
@@ -274,16 +304,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.critic = critic.get();
   deps.ledger = builtin ? nullptr : &ledger;
   deps.cancel = &llm::cancel_flag();
-  // Progress on stderr, and every event in the store for whoever follows the session.
-  ProgressPrinter printer(g.quiet);
-  std::vector<optimize::Observer*> observers = {&printer};
-  auto recorded = optimize::StoreObserver::open(st->path(), session);
-  if (recorded)
-    observers.push_back(recorded->get());
-  else
-    printer.warning("the session's events are not recorded: " + recorded.error().message);
-  optimize::FanOut observer(std::move(observers));
-  deps.observer = &observer;
+  SessionObservers observers(g.quiet, st->path(), session);
+  deps.observer = observers.observer();
   deps.cache_dir = util::cache_dir().string();
   // Pre-builds (docs/search.md): opt-in (default off; not yet measured on the GPU machine); `auto`
   // runs them on a GPU backend only: on the CPU device a compile would compete with the timed
@@ -298,8 +320,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto outcome =
       optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
   if (!outcome) return report_error(outcome.error());
-  if (auto e = recorded ? (*recorded)->error() : std::nullopt)
-    printer.warning("the session's events stopped being recorded: " + e->message);
+  observers.warn_if_events_were_lost();
 
   json report = optimize::report_json(opts, *outcome);
   report["db"] = st->path().string();

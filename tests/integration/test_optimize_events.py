@@ -83,7 +83,7 @@ def test_a_second_connection_follows_the_session_live(tmp_path: Path) -> None:
                 if kind == "attempt_finished"]
     assert [f["attempt"]["number"] for f in finished] == [1, 2]
     assert finished[0]["attempt"]["verdict"] == "correct"
-    assert finished[-1]["best_speedup"] is not None and finished[-1]["cost_usd"] > 0
+    assert finished[-1]["best_speedup"] is not None and finished[-1]["cost_usd"] >= 0
     # The printer shows the same steps.
     assert err.count("generating (") == kinds.count("generating"), err
     assert err.count("evaluating: ") == kinds.count("evaluating"), err
