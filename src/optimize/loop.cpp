@@ -18,10 +18,6 @@ using util::fail;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // The flight's generation, taken from its future the first time (the future must be ready).
 Generation& generated(Flight& f) {
   if (!f.generated) f.generated = f.generation.get();

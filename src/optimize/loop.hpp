@@ -27,6 +27,10 @@ namespace ok::optimize {
 
 using Clock = std::chrono::steady_clock;
 
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 // One attempt on its way: generated on its own thread, then evaluated, then diagnosed.
 struct Flight {
   search::Direction direction;

@@ -33,10 +33,6 @@ std::optional<Failure> failure_of(const search::Intent& intent) {
 
 namespace {
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // The problem class strategies are chosen by: the builtin proposer's pattern, else "other".
 std::string problem_class(const std::vector<json>& points) {
   if (!points.empty() && points.front().is_object())
