@@ -16,6 +16,7 @@
 #include "llm/cancel.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
+#include "optimize/observer.hpp"
 #include "optimize/prebuild.hpp"
 #include "optimize/prompts.hpp"
 #include "optimize/report.hpp"
@@ -59,35 +60,87 @@ struct OptimizeOptions {
   std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
 };
 
-// Live progress on stderr: one line per step, the running best and the money spent.
-optimize::Observer progress(bool quiet) {
-  return [quiet](const optimize::Event& e) {
-    if (quiet && e.kind != "warning") return;
-    std::string best = e.best_speedup ? fmt::format("{:.2f}x", *e.best_speedup) : "none";
-    if (e.kind == "started") {
-      fmt::print(stderr, "optimize  {}\n", e.text);
-    } else if (e.kind == "generating") {
-      fmt::print(stderr, "[{}/{}] generating ({})  best {}  ${:.4f}\n", e.number, e.total, e.text,
-                 best, e.cost_usd);
-    } else if (e.kind == "evaluating") {
-      fmt::print(stderr, "[{}/{}] evaluating: {}\n", e.number, e.total, e.text);
-    } else if (e.kind == "attempt" && e.attempt) {
-      const auto& a = *e.attempt;
-      std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
-      std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));
-      if (why.size() > 160) why = why.substr(0, 157) + "...";
-      fmt::print(stderr, "[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why, a.wall_s,
-                 best, e.cost_usd);
-    } else if (e.kind == "search" || e.kind == "strategy") {
-      fmt::print(stderr, "  {}: {}\n", e.kind, e.text);
-    } else if (e.kind == "stopped") {
-      fmt::print(stderr, "stopped: {}\n", e.text);
-    } else if (e.kind == "warning") {
-      fmt::print(stderr, "openkernel: warning: {}\n", e.text);
-    }
+// Live progress on stderr: one line per step, the running best and the money spent; with
+// --quiet only the warnings. The model's text is not shown.
+class ProgressPrinter final : public optimize::Observer {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet) {}
+
+  void started(const optimize::Standing&, const std::string& what) override {
+    show(fmt::format("optimize  {}\n", what));
+  }
+  void strategy(const optimize::Standing&, const std::string& text) override {
+    show(fmt::format("  strategy: {}\n", text));
+  }
+  void generating(const optimize::Standing& s, int number, const std::string& what) override {
+    show(fmt::format("[{}/{}] generating ({})  best {}  ${:.4f}\n", number, s.total, what, best(s),
+                     s.cost_usd));
+  }
+  void model_text(int, std::string_view) override {}
+  void model_retry(int, const std::string&) override {}
+  void evaluating(const optimize::Standing& s, int number, const std::string& what) override {
+    show(fmt::format("[{}/{}] evaluating: {}\n", number, s.total, what));
+  }
+  void attempt_finished(const optimize::Standing& s, const optimize::Attempt& a) override {
+    std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
+    std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));
+    if (why.size() > 160) why = why.substr(0, 157) + "...";
+    show(fmt::format("[{}] {}{}  ({:.1f} s)  best {}  ${:.4f}\n", a.number, what, why, a.wall_s,
+                     best(s), s.cost_usd));
+  }
+  void search_decision(const optimize::Standing&, int, const std::string& kind,
+                       const std::string& text) override {
+    show(fmt::format("  search: {}: {}\n", kind, text));
+  }
+  void warning(const std::string& text) override {
+    fmt::print(stderr, "openkernel: warning: {}\n", text);
     std::fflush(stderr);
-  };
-}
+  }
+  void stopped(const optimize::Standing&, const std::string& reason) override {
+    show(fmt::format("stopped: {}\n", reason));
+  }
+
+ private:
+  static std::string best(const optimize::Standing& s) {
+    return s.best_speedup ? fmt::format("{:.2f}x", *s.best_speedup) : "none";
+  }
+  void show(const std::string& line) const {
+    if (quiet_) return;
+    fmt::print(stderr, "{}", line);
+    std::fflush(stderr);
+  }
+  bool quiet_;
+};
+
+// What a session tells: its progress on stderr and, for whoever follows the session, every event
+// in the store (a store that cannot record them costs a warning, not the session).
+class SessionObservers {
+ public:
+  SessionObservers(bool quiet, const std::filesystem::path& db, const std::string& session)
+      : printer_(quiet), recorded_(open_recorded(db, session)), fan_(observers()) {}
+  optimize::Observer* observer() { return &fan_; }
+  void warn_if_events_were_lost() {
+    if (auto e = recorded_ ? recorded_->error() : std::nullopt)
+      printer_.warning("the session's events stopped being recorded: " + e->message);
+  }
+
+ private:
+  std::unique_ptr<optimize::StoreObserver> open_recorded(const std::filesystem::path& db,
+                                                         const std::string& session) {
+    auto r = optimize::StoreObserver::open(db, session);
+    if (r) return std::move(*r);
+    printer_.warning("the session's events are not recorded: " + r.error().message);
+    return nullptr;
+  }
+  std::vector<optimize::Observer*> observers() {
+    std::vector<optimize::Observer*> all = {&printer_};
+    if (recorded_) all.push_back(recorded_.get());
+    return all;
+  }
+  ProgressPrinter printer_;
+  std::unique_ptr<optimize::StoreObserver> recorded_;
+  optimize::FanOut fan_;
+};
 
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto cfg = config::load_default();
@@ -251,7 +304,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.critic = critic.get();
   deps.ledger = builtin ? nullptr : &ledger;
   deps.cancel = &llm::cancel_flag();
-  deps.observer = progress(g.quiet);
+  SessionObservers observers(g.quiet, st->path(), session);
+  deps.observer = observers.observer();
   deps.cache_dir = util::cache_dir().string();
   // Pre-builds (docs/search.md): opt-in (default off; not yet measured on the GPU machine); `auto`
   // runs them on a GPU backend only: on the CPU device a compile would compete with the timed
@@ -266,6 +320,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto outcome =
       optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
   if (!outcome) return report_error(outcome.error());
+  observers.warn_if_events_were_lost();
 
   json report = optimize::report_json(opts, *outcome);
   report["db"] = st->path().string();

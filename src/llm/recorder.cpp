@@ -63,7 +63,7 @@ std::string utc_now_iso() {
 }
 
 StoreRecorder::StoreRecorder(store::Store owned, Redactor redactor)
-    : owned_(std::move(owned)), db_(&owned_->db()), redactor_(std::move(redactor)) {}
+    : owned_(std::move(owned)), store_(&*owned_), redactor_(std::move(redactor)) {}
 
 util::Result<std::unique_ptr<StoreRecorder>> StoreRecorder::open(const std::filesystem::path& path,
                                                                  Redactor redactor) {
@@ -73,59 +73,37 @@ util::Result<std::unique_ptr<StoreRecorder>> StoreRecorder::open(const std::file
 }
 
 util::Result<void> StoreRecorder::record(const CallRecord& r) {
-  std::lock_guard lock(mu_);
-  auto st = db_->prepare(
-      "INSERT INTO llm_calls(session, purpose, provider, model, base_url, stream, request, "
-      "response, stop_reason, status, error_kind, error, http_status, attempts, input_tokens, "
-      "output_tokens, cached_input_tokens, usage_estimated, cost_usd, cost_estimated, latency_ms, "
-      "ttft_ms, started_at) VALUES "
-      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)");
-  if (!st) return std::unexpected(st.error());
-  auto text = [&](int i, const std::string& v) {
-    st->bind(i, std::string_view(redactor_.apply(v)));
-  };
-  auto opt_text = [&](int i, const std::string& v) {
-    if (v.empty()) {
-      st->bind_null(i);
-    } else {
-      text(i, v);
-    }
-  };
-  opt_text(1, r.session);
-  text(2, r.purpose);
-  text(3, r.provider);
-  text(4, r.model);
-  text(5, r.base_url);
-  st->bind(6, int64_t{r.stream});
-  text(7, r.request_json);
-  if (r.response) {
-    text(8, *r.response);
-  } else {
-    st->bind_null(8);
-  }
-  opt_text(9, r.stop_reason);
-  text(10, r.ok ? "ok" : "error");
-  opt_text(11, r.error_kind);
-  opt_text(12, r.error);
-  if (r.http_status != 0) {
-    st->bind(13, int64_t{r.http_status});
-  } else {
-    st->bind_null(13);
-  }
-  st->bind(14, int64_t{r.attempts});
+  auto text = [&](const std::string& v) { return redactor_.apply(v); };
+  store::LlmCallRow row;
+  row.session = text(r.session);
+  row.purpose = text(r.purpose);
+  row.provider = text(r.provider);
+  row.model = text(r.model);
+  row.base_url = text(r.base_url);
+  row.stream = r.stream;
+  row.request_json = text(r.request_json);
+  if (r.response) row.response = text(*r.response);
+  row.stop_reason = text(r.stop_reason);
+  row.status = r.ok ? "ok" : "error";
+  row.error_kind = text(r.error_kind);
+  row.error = text(r.error);
+  if (r.http_status != 0) row.http_status = r.http_status;
+  row.attempts = r.attempts;
   if (r.usage) {
-    st->bind(15, r.usage->input_tokens)
-        .bind(16, r.usage->output_tokens)
-        .bind(17, r.usage->cached_input_tokens)
-        .bind(18, int64_t{r.usage->estimated});
-  } else {
-    st->bind_null(15).bind_null(16).bind_null(17).bind(18, int64_t{0});
+    row.input_tokens = r.usage->input_tokens;
+    row.output_tokens = r.usage->output_tokens;
+    row.cached_input_tokens = r.usage->cached_input_tokens;
+    row.usage_estimated = r.usage->estimated;
   }
-  st->bind(19, r.cost_usd).bind(20, int64_t{r.cost_estimated}).bind(21, r.latency_ms);
-  st->bind(22, r.ttft_ms);
-  text(23, r.started_at);
-  if (auto run = st->run(); !run) return std::unexpected(run.error());
-  last_id_ = db_->last_insert_id();
+  row.cost_usd = r.cost_usd;
+  row.cost_estimated = r.cost_estimated;
+  row.latency_ms = r.latency_ms;
+  row.ttft_ms = r.ttft_ms;
+  row.started_at = text(r.started_at);
+  std::lock_guard lock(mu_);
+  auto id = store_->insert_llm_call(row);
+  if (!id) return std::unexpected(id.error());
+  last_id_ = *id;
   return {};
 }
 

@@ -1,10 +1,11 @@
 // Recording of every LLM call (request, reply, usage, cost, timing, error) into the store's
 // llm_calls table, for traces and the dashboard. Schema: docs/llm.md.
 //
-// CallRecorder is the seam the Client writes to. StoreRecorder serialises its writes with its own
-// mutex, so one recorder may serve many threads; the Database it borrows must not be used by
-// another thread at the same time (open() gives it a connection of its own). Records are expected
-// to be redacted already; StoreRecorder redacts again with the secrets it was given.
+// CallRecorder is the seam the Client writes to. StoreRecorder turns a record into the store's row
+// (store::LlmCallRow; the SQL is the store's) and serialises its writes with its own mutex, so one
+// recorder may serve many threads; the Store it borrows must not be used by another thread at the
+// same time (open() gives it a connection of its own). Records are expected to be redacted
+// already; StoreRecorder redacts again with the secrets it was given.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,6 @@
 
 #include "llm/redact.hpp"
 #include "llm/types.hpp"
-#include "store/sqlite.hpp"
 #include "store/store.hpp"
 #include "util/error.hpp"
 
@@ -53,9 +53,9 @@ class CallRecorder {
 
 class StoreRecorder final : public CallRecorder {
  public:
-  // Borrows `db`, which must have the llm_calls table (store::migrate) and outlive this.
-  explicit StoreRecorder(store::Database& db, Redactor redactor = {})
-      : db_(&db), redactor_(std::move(redactor)) {}
+  // Borrows `store`, which must outlive this.
+  explicit StoreRecorder(store::Store& store, Redactor redactor = {})
+      : store_(&store), redactor_(std::move(redactor)) {}
   // Opens (and migrates) the store at `path` on a connection this recorder owns.
   static util::Result<std::unique_ptr<StoreRecorder>> open(const std::filesystem::path& path,
                                                            Redactor redactor = {});
@@ -68,7 +68,7 @@ class StoreRecorder final : public CallRecorder {
   StoreRecorder(store::Store owned, Redactor redactor);
 
   std::optional<store::Store> owned_;
-  store::Database* db_;
+  store::Store* store_;
   Redactor redactor_;
   mutable std::mutex mu_;
   int64_t last_id_ = 0;

@@ -263,7 +263,7 @@ class LlmGenerator final : public Generator {
   std::string name() const override { return client_.endpoint().display; }
 
   Generation next(const ProblemContext& p, const std::vector<Attempt>& all,
-                  const search::Direction* direction) override {
+                  const search::Direction* direction, llm::StreamSink* text) override {
     Generation g;
     // best-of-n: an independent sample, the same prompt every time.
     static const std::vector<Attempt> kNone;
@@ -313,7 +313,7 @@ class LlmGenerator final : public Generator {
                 {"prompt_version", user->version},
                 {"system_version", system->version},
                 {"model", name()}};
-    auto r = client_.complete(req);
+    auto r = client_.complete(req, text);
     if (!r) {
       g.error = "the model call failed: " + r.error().message;
       g.exhausted = r.error().kind == util::ErrorKind::kBudget ||

@@ -70,9 +70,10 @@ class Generator {
   virtual std::vector<nlohmann::json> space(const ProblemContext&) { return {}; }
   // The next candidate. `direction` (may be null) is what the search asks for: the template
   // point to render (builtin), or an intent to pursue and whether to sample afresh without the
-  // history (a model).
+  // history (a model). `text` (may be null) receives a model's reply as it arrives.
   virtual Generation next(const ProblemContext& problem, const std::vector<Attempt>& history,
-                          const search::Direction* direction = nullptr) = 0;
+                          const search::Direction* direction = nullptr,
+                          llm::StreamSink* text = nullptr) = 0;
 };
 
 class Critic {

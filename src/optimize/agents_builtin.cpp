@@ -39,7 +39,7 @@ class BuiltinGenerator final : public Generator {
   }
 
   Generation next(const ProblemContext& p, const std::vector<Attempt>& history,
-                  const search::Direction* direction) override {
+                  const search::Direction* direction, llm::StreamSink* /*text*/) override {
     Generation g;
     if (std::string why = ensure(p); !why.empty()) {
       g.verdict = "unsupported";

@@ -14,7 +14,8 @@
 // thrown away: generations already paid for are evaluated after a USD or iteration stop, and kept
 // as not_evaluated attempts after a time budget stops the device.
 //
-// The session's own thread drives it; one session per Worker.
+// The session's own thread drives it and tells the observer each event (observer.hpp); one session
+// per Worker.
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,7 @@
 #include "eval/worker.hpp"
 #include "llm/accounting.hpp"
 #include "optimize/agents.hpp"
+#include "optimize/observer.hpp"
 #include "store/store.hpp"
 
 namespace ok::optimize {
@@ -77,19 +79,6 @@ int default_iterations(const std::string& mode);
 // generator (it answers at once); for a model 2 (fast) or 4 (deep).
 int default_in_flight(const std::string& mode, bool builtin);
 
-// What the loop tells its observer (the CLI prints it; the UIs will draw it).
-struct Event {
-  // started, generating, evaluating, attempt, search (a planner decision: text is
-  // "KIND: what"), strategy, warning, stopped
-  std::string kind;
-  int number = 0, total = 0;
-  std::string text;
-  const Attempt* attempt = nullptr;
-  std::optional<double> best_speedup;
-  double cost_usd = 0;
-};
-using Observer = std::function<void(const Event&)>;
-
 struct Outcome {
   std::string session;
   std::string status;  // finished, interrupted, failed
@@ -117,7 +106,7 @@ struct Dependencies {
   Critic* critic = nullptr;
   llm::Ledger* ledger = nullptr;  // LLM spending (null for builtin)
   const std::atomic<bool>* cancel = nullptr;
-  Observer observer;
+  Observer* observer = nullptr;  // told every event (observer.hpp); null: nobody listens
   std::string cache_dir;
   // Pre-builds (docs/search.md, "Pre-builds"): build workers for this many slots, 0 for none.
   std::function<util::Result<eval::Worker>()> start_build_worker;

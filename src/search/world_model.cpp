@@ -314,6 +314,7 @@ std::optional<Direction> Planner::realise(Intent& i) {
         if (space_.value(q, *a) != v || space_.distance(from, q) != 1) continue;
         if (tried_.count(q)) {
           i.status = "failed";
+          i.setback = Setback::kAlreadyMeasured;
           i.note = "already measured: no better than the best";
           decide("intent_failed", i.id, i.title + ": " + i.note);
           return std::nullopt;
@@ -369,6 +370,7 @@ std::optional<Direction> Planner::next_engine() {
       if (auto d = realise(*i)) return d;
       if (i->status != "open") continue;  // settled by earlier evidence
       i->status = "pruned";
+      i->setback = Setback::kPruned;
       i->note = "no untried template point expresses it";
       decide("intent_pruned", i->id, i->title + ": " + i->note);
     }
@@ -448,6 +450,7 @@ void Planner::stagnate() {
       auto a = space_.axis_index(i.action["axis"].get<std::string>());
       if (!a || axis_stats_[*a].n < 2 || axis_stats_[*a].gain >= 0) continue;
       i.status = "pruned";
+      i.setback = Setback::kPruned;
       i.note = fmt::format("pruned: changing {} lost in {} of its tries", space_.axes()[*a].param,
                            axis_stats_[*a].n);
       decide("intent_pruned", i.id, i.title + ": " + i.note);
@@ -473,6 +476,7 @@ void Planner::stagnate() {
     if (i.parent == base_ && (i.status == "failed")) tried.push_back(i.title);
     if (i.status == "open" && i.priority < params_.min_gain) {
       i.status = "pruned";
+      i.setback = Setback::kPruned;
       i.note = "pruned on stagnation: expected gain below the progress threshold";
       decide("intent_pruned", i.id, i.title);
     }
@@ -555,6 +559,9 @@ void Planner::observe_engine(const Direction& d, const Observation& o) {
     } else {
       it->status = "failed";
       it->confidence = std::max(0.0, it->confidence - 0.2);
+      it->setback = !o.evaluated ? Setback::kGenerationFailed
+                    : !o.correct ? Setback::kIncorrect
+                                 : Setback::kNoGain;
       if (!o.evaluated)
         it->note = "generation failed";
       else if (!o.correct)
@@ -589,6 +596,7 @@ void Planner::observe_engine(const Direction& d, const Observation& o) {
           if (i.status == "open" && i.action.contains("axis") &&
               i.action["axis"] == space_.axes()[a].key && i.action["value"] == v) {
             i.status = "pruned";
+            i.setback = Setback::kPruned;
             i.note = "pruned: " + space_.axes()[a].param + "=" + fmt_value(v) + " gave " +
                      (o.verdict.empty() ? "wrong results" : o.verdict);
             decide("intent_pruned", i.id, i.title + ": " + i.note);

@@ -38,6 +38,10 @@
 
 namespace ok::search {
 
+// Why an intent failed or was pruned, set with each of those statuses (kNone otherwise): the
+// orchestrator's lessons for the strategy population read it instead of the note's wording.
+enum class Setback { kNone, kGenerationFailed, kIncorrect, kNoGain, kAlreadyMeasured, kPruned };
+
 struct Intent {
   int id = 0;
   int parent = -1;  // -1 for the root
@@ -47,6 +51,8 @@ struct Intent {
   std::string note;             // why the status (a verdict, "no gain: x0.97", "pruned: ...")
   double priority = 0;          // expected relative gain over the best so far
   double confidence = 0.3;      // 0..1
+  // Why the status, typed, when failed or pruned (not serialised).
+  Setback setback = Setback::kNone;
   int attempts = 0;
   double cost_usd = 0;
   std::vector<int> evidence;  // attempt numbers that tested it

@@ -157,7 +157,24 @@ CREATE TABLE search_state (
 );
 )sql";
 
-constexpr std::array<std::string_view, 5> kMigrations = {kV1, kV2, kV3, kV4, kV5};
+// Version 6: the engine's events, appended as the observer hears them, so that other processes
+// can follow a session live. AUTOINCREMENT: an id is never reused, even after a merge replaced a
+// session's rows, so a follower's last id stays a valid cursor.
+constexpr std::string_view kV6 = R"sql(
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session TEXT NOT NULL,
+  time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  kind TEXT NOT NULL,
+  number INTEGER NOT NULL DEFAULT 0,
+  total INTEGER NOT NULL DEFAULT 0,
+  text TEXT NOT NULL DEFAULT '',
+  payload TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_session ON events(session, id);
+)sql";
+
+constexpr std::array<std::string_view, 6> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
 }  // namespace
 
 std::span<const std::string_view> migrations() {

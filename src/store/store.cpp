@@ -237,6 +237,14 @@ util::Result<std::optional<std::string>> Store::evaluation_result(int64_t id) {
   return std::optional<std::string>(st->col_text(0));
 }
 
+util::Result<void> Store::transaction(const std::function<util::Result<void>()>& body) {
+  if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+  auto r = body();
+  if (r) r = db_.exec("COMMIT");
+  if (!r) (void)db_.exec("ROLLBACK");
+  return r;
+}
+
 util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
   {
     auto src = Store::open(other);  // brings it to this schema version
@@ -278,6 +286,7 @@ util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
       "DELETE FROM main.evaluations WHERE session IN {s};"
       "DELETE FROM main.llm_calls WHERE session IN {s};"
       "DELETE FROM main.search_state WHERE scope IN {s};"
+      "DELETE FROM main.events WHERE session IN {s};"
       "DELETE FROM main.sessions WHERE id IN {s};"
       "INSERT OR IGNORE INTO main.problems(source_hash, name, path, level, problem_number, "
       "source, created_at) SELECT source_hash, name, path, level, problem_number, source, "
@@ -310,7 +319,10 @@ util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
       "usage_estimated, cost_usd, cost_estimated, latency_ms, ttft_ms, started_at, created_at "
       "FROM src.llm_calls WHERE session IN {s};"
       "INSERT INTO main.search_state(scope, kind, json, updated_at) SELECT scope, kind, json, "
-      "updated_at FROM src.search_state WHERE scope IN {s};",
+      "updated_at FROM src.search_state WHERE scope IN {s};"
+      "INSERT INTO main.events(session, time, kind, number, total, text, payload) SELECT "
+      "session, time, kind, number, total, text, payload FROM src.events WHERE session IN {s} "
+      "ORDER BY id;",
       fmt::arg("s", sessions), fmt::arg("off", offset),
       fmt::arg("p", fmt::format(fmt::runtime(kMapProblem), "e.problem_id")),
       fmt::arg("c", fmt::format(fmt::runtime(kMapCandidate), "e.candidate_id")),

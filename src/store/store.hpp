@@ -1,11 +1,15 @@
 // The OpenKernel store: one SQLite database (WAL) holding problems, candidates and evaluations
-// (and, as later migrations add them, sessions, LLM calls, intent trees and strategies).
+// (and, as later migrations add them, sessions, LLM calls, intent trees and strategies, and the
+// engine's events).
 //
-// Store owns its connection; use one Store per thread. Rows are written as they happen so that a
-// crash never loses what was already recorded. Schema: docs/store.md.
+// Store owns its connection; use one Store per thread (another process or thread opens its own,
+// e.g. to follow a session's events while it runs). Rows are written as they happen so that a
+// crash never loses what was already recorded. Every SQL statement of the project lives in
+// src/store. Schema: docs/store.md.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +88,39 @@ struct BaselineRow {
   std::string versions_json = "{}", result_json = "{}";
 };
 
+// One LLM call as the llm_calls table holds it (version 2; docs/llm.md). The text is stored as
+// given: the caller redacts it. Empty strings of the nullable text columns are stored as NULL.
+struct LlmCallRow {
+  std::string session;  // nullable
+  std::string purpose, provider, model, base_url;
+  bool stream = false;
+  std::string request_json;
+  std::optional<std::string> response;
+  std::string stop_reason;        // nullable
+  std::string status;             // ok, error
+  std::string error_kind, error;  // nullable
+  std::optional<int64_t> http_status;
+  int attempts = 0;
+  std::optional<int64_t> input_tokens, output_tokens, cached_input_tokens;
+  bool usage_estimated = false;
+  std::optional<double> cost_usd;
+  bool cost_estimated = false;
+  double latency_ms = 0;
+  std::optional<double> ttft_ms;
+  std::string started_at;  // UTC, ISO 8601 with milliseconds
+};
+
+// One event the engine told its observer (version 6; docs/store.md lists the kinds).
+struct EventRow {
+  int64_t id = 0;  // set by the store: increasing, never reused
+  std::string session;
+  std::string time;  // set by the store: UTC, ISO 8601 with milliseconds
+  std::string kind;
+  int number = 0, total = 0;
+  std::string text;
+  std::string payload_json = "{}";
+};
+
 class Store {
  public:
   // The default location: $XDG_DATA_HOME/openkernel/openkernel.db.
@@ -109,10 +146,11 @@ class Store {
   // The worker's full result JSON of evaluation `id` (nullopt when there is no such row).
   util::Result<std::optional<std::string>> evaluation_result(int64_t id);
 
-  // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls and
-  // the problems and candidates they use, and their intent trees) into this one, replacing earlier
-  // copies of the same sessions, in one transaction. Returns how many sessions were copied. Used to
-  // gather the per-task stores of a SLURM sweep; `other` is migrated to this version first.
+  // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls,
+  // events and the problems and candidates they use, and their intent trees) into this one,
+  // replacing earlier copies of the same sessions, in one transaction. Returns how many sessions
+  // were copied. Used to gather the per-task stores of a SLURM sweep; `other` is migrated to this
+  // version first.
   util::Result<int> merge_sessions(const std::filesystem::path& other);
 
   util::Result<int64_t> insert_baseline(const BaselineRow& b);
@@ -128,6 +166,22 @@ class Store {
   util::Result<std::optional<std::string>> search_state(const std::string& scope,
                                                         const std::string& kind);
 
+  // Records one LLM call; returns its row id.
+  util::Result<int64_t> insert_llm_call(const LlmCallRow& c);
+
+  // Appends an event (its id and time are set here); returns its id.
+  util::Result<int64_t> append_event(const EventRow& e);
+  // The events of `session` with an id above `after_id`, oldest first, at most `limit`: a
+  // follower passes the last id it saw. Rows are visible to other connections once written.
+  util::Result<std::vector<EventRow>> events_since(const std::string& session, int64_t after_id,
+                                                   int limit = 1000);
+
+  // Runs `body` inside one write transaction (BEGIN IMMEDIATE: writers of other connections wait
+  // for it): committed when `body` returns a value, rolled back when it returns an error, which is
+  // returned. `body` uses this Store; it must not start a transaction of its own.
+  util::Result<void> transaction(const std::function<util::Result<void>()>& body);
+
+  // The raw connection, for tests and schema checks; code outside src/store calls the methods.
   Database& db() { return db_; }
   const std::filesystem::path& path() const { return path_; }
 

@@ -1,0 +1,137 @@
+#include "optimize/observer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "optimize/agents.hpp"
+
+namespace ok::optimize {
+
+using nlohmann::json;
+
+void FanOut::started(const Standing& s, const std::string& what) {
+  for (auto* o : observers_) o->started(s, what);
+}
+void FanOut::strategy(const Standing& s, const std::string& text) {
+  for (auto* o : observers_) o->strategy(s, text);
+}
+void FanOut::generating(const Standing& s, int number, const std::string& what) {
+  for (auto* o : observers_) o->generating(s, number, what);
+}
+void FanOut::model_text(int number, std::string_view text) {
+  for (auto* o : observers_) o->model_text(number, text);
+}
+void FanOut::model_retry(int number, const std::string& why) {
+  for (auto* o : observers_) o->model_retry(number, why);
+}
+void FanOut::evaluating(const Standing& s, int number, const std::string& description) {
+  for (auto* o : observers_) o->evaluating(s, number, description);
+}
+void FanOut::attempt_finished(const Standing& s, const Attempt& a) {
+  for (auto* o : observers_) o->attempt_finished(s, a);
+}
+void FanOut::search_decision(const Standing& s, int intent, const std::string& kind,
+                             const std::string& text) {
+  for (auto* o : observers_) o->search_decision(s, intent, kind, text);
+}
+void FanOut::warning(const std::string& text) {
+  for (auto* o : observers_) o->warning(text);
+}
+void FanOut::stopped(const Standing& s, const std::string& reason) {
+  for (auto* o : observers_) o->stopped(s, reason);
+}
+
+namespace {
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// The payload of an event with the running figures, `extra` merged in.
+std::string payload(const Standing& s, json extra = json::object()) {
+  extra["best_speedup"] = or_null(s.best_speedup);
+  extra["cost_usd"] = s.cost_usd;
+  return extra.dump();
+}
+
+store::EventRow row(const char* kind, int number, int total, std::string text,
+                    std::string payload_json = "{}") {
+  store::EventRow r;
+  r.kind = kind;
+  r.number = number;
+  r.total = total;
+  r.text = std::move(text);
+  r.payload_json = std::move(payload_json);
+  return r;
+}
+
+json attempt_json(const Attempt& a) {
+  return {{"number", a.number},
+          {"generator", a.generator},
+          {"path", a.path},
+          {"verdict", a.verdict},
+          {"correct", a.correct},
+          {"speedup", or_null(a.speedup)},
+          {"runtime_us", or_null(a.runtime_us)},
+          {"error", a.error},
+          {"cost_usd", a.cost_usd},
+          {"description", a.description},
+          {"wall_s", a.wall_s},
+          {"evaluation_id", or_null(a.evaluation_id)}};
+}
+
+}  // namespace
+
+util::Result<std::unique_ptr<StoreObserver>> StoreObserver::open(const std::filesystem::path& db,
+                                                                 std::string session) {
+  auto st = store::Store::open(db);
+  if (!st) return std::unexpected(st.error());
+  return std::unique_ptr<StoreObserver>(new StoreObserver(std::move(*st), std::move(session)));
+}
+
+void StoreObserver::append(store::EventRow r) {
+  r.session = session_;
+  std::lock_guard lock(mu_);
+  if (error_) return;
+  if (auto w = store_.append_event(r); !w) error_ = w.error();
+}
+
+std::optional<util::Error> StoreObserver::error() const {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+void StoreObserver::started(const Standing& s, const std::string& what) {
+  append(row("started", 0, s.total, what, payload(s)));
+}
+void StoreObserver::strategy(const Standing& s, const std::string& text) {
+  append(row("strategy", 0, s.total, text, payload(s)));
+}
+void StoreObserver::generating(const Standing& s, int number, const std::string& what) {
+  append(row("generating", number, s.total, what, payload(s)));
+}
+void StoreObserver::model_text(int number, std::string_view text) {
+  append(row("model_text", number, 0, std::string(text)));
+}
+void StoreObserver::model_retry(int number, const std::string& why) {
+  append(row("model_retry", number, 0, why));
+}
+void StoreObserver::evaluating(const Standing& s, int number, const std::string& description) {
+  append(row("evaluating", number, s.total, description, payload(s)));
+}
+void StoreObserver::attempt_finished(const Standing& s, const Attempt& a) {
+  append(row("attempt_finished", a.number, s.total, a.verdict,
+             payload(s, {{"attempt", attempt_json(a)}})));
+}
+void StoreObserver::search_decision(const Standing& s, int intent, const std::string& kind,
+                                    const std::string& text) {
+  append(row("search_decision", intent, s.total, text, payload(s, {{"decision", kind}})));
+}
+void StoreObserver::warning(const std::string& text) {
+  append(row("warning", 0, 0, text));
+}
+void StoreObserver::stopped(const Standing& s, const std::string& reason) {
+  append(row("stopped", 0, s.total, reason, payload(s)));
+}
+
+}  // namespace ok::optimize

@@ -1,0 +1,114 @@
+// The engine's events, typed: the orchestrator (run_session) tells an Observer what happens and
+// never prints. The CLI's printer renders the events on stderr; StoreObserver appends each one to
+// the store's `events` table (docs/store.md) so that other processes (a terminal UI's watch, the
+// dashboard) can follow a session while it runs; FanOut hands each event to several observers.
+//
+// Threads: model_text and model_retry come from the generation threads (several at once when
+// generations are in flight), every other method from the session's thread in order; so an
+// observer that handles the model's text must be thread-safe. Methods must not throw.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace ok::optimize {
+
+struct Attempt;
+
+// The running figures that come with most events.
+struct Standing {
+  int total = 0;                       // the session's iteration limit
+  std::optional<double> best_speedup;  // of the best correct attempt so far
+  double cost_usd = 0;                 // spent so far, model calls included
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  // The session began: "NAME on BACKEND with MODEL".
+  virtual void started(const Standing& s, const std::string& what) = 0;
+  // The search's set-up: policy, strategy, problem class, generations in flight, template points.
+  virtual void strategy(const Standing& s, const std::string& text) = 0;
+  // Attempt `number`'s generation was issued; `what` is the intent's title or the generator.
+  virtual void generating(const Standing& s, int number, const std::string& what) = 0;
+  // A piece of the model's reply to attempt `number`'s generation (the whole reply at once when the
+  // call does not stream).
+  virtual void model_text(int number, std::string_view text) = 0;
+  // The model call of attempt `number` is retried: the text delivered so far is void.
+  virtual void model_retry(int number, const std::string& why) = 0;
+  // Attempt `number` went to the device.
+  virtual void evaluating(const Standing& s, int number, const std::string& description) = 0;
+  // Attempt `a` was recorded: evaluated, or settled without an evaluation (its verdict says why).
+  virtual void attempt_finished(const Standing& s, const Attempt& a) = 0;
+  // A decision of the search: the planner's (kind intent_added, intent_succeeded, stagnation,
+  // ...; `intent` its id), or the session's (replayed, strategy_mutated; intent 0).
+  virtual void search_decision(const Standing& s, int intent, const std::string& kind,
+                               const std::string& text) = 0;
+  virtual void warning(const std::string& text) = 0;
+  // The session stopped; `reason` is Outcome::stop_reason.
+  virtual void stopped(const Standing& s, const std::string& reason) = 0;
+};
+
+// Hands every event to each of its observers, in the order given. Borrows them.
+class FanOut final : public Observer {
+ public:
+  explicit FanOut(std::vector<Observer*> observers) : observers_(std::move(observers)) {}
+  void started(const Standing& s, const std::string& what) override;
+  void strategy(const Standing& s, const std::string& text) override;
+  void generating(const Standing& s, int number, const std::string& what) override;
+  void model_text(int number, std::string_view text) override;
+  void model_retry(int number, const std::string& why) override;
+  void evaluating(const Standing& s, int number, const std::string& description) override;
+  void attempt_finished(const Standing& s, const Attempt& a) override;
+  void search_decision(const Standing& s, int intent, const std::string& kind,
+                       const std::string& text) override;
+  void warning(const std::string& text) override;
+  void stopped(const Standing& s, const std::string& reason) override;
+
+ private:
+  std::vector<Observer*> observers_;
+};
+
+// Appends every event of session `session` to the store's events table, on a connection of its
+// own, serialised by its mutex (so it is thread-safe). The event kinds are the method names; the
+// columns and payloads are in docs/store.md. A failed write stops the recording: error() says
+// why, and the session goes on.
+class StoreObserver final : public Observer {
+ public:
+  static util::Result<std::unique_ptr<StoreObserver>> open(const std::filesystem::path& db,
+                                                           std::string session);
+
+  void started(const Standing& s, const std::string& what) override;
+  void strategy(const Standing& s, const std::string& text) override;
+  void generating(const Standing& s, int number, const std::string& what) override;
+  void model_text(int number, std::string_view text) override;
+  void model_retry(int number, const std::string& why) override;
+  void evaluating(const Standing& s, int number, const std::string& description) override;
+  void attempt_finished(const Standing& s, const Attempt& a) override;
+  void search_decision(const Standing& s, int intent, const std::string& kind,
+                       const std::string& text) override;
+  void warning(const std::string& text) override;
+  void stopped(const Standing& s, const std::string& reason) override;
+
+  // Why the events stopped being recorded; nullopt while every write succeeded.
+  std::optional<util::Error> error() const;
+
+ private:
+  StoreObserver(store::Store store, std::string session)
+      : store_(std::move(store)), session_(std::move(session)) {}
+  void append(store::EventRow row);
+
+  store::Store store_;
+  std::string session_;
+  mutable std::mutex mu_;
+  std::optional<util::Error> error_;
+};
+
+}  // namespace ok::optimize
