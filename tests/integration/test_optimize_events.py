@@ -17,9 +17,7 @@ import pytest
 
 from llm_stub import LlmStub
 
-ROOT = Path(__file__).resolve().parents[2]
-BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/openkernel")
-PYTHON = os.environ.get("OPENKERNEL_PYTHON") or "/usr/bin/python3"
+from locations import BINARY, PYTHON, ROOT
 SWISH = ROOT / "examples/swish_chain"
 QUICK = ["--trials", "2", "--timing-budget", "0.3", "--timeout", "120"]
 DIAGNOSIS = json.dumps({"bottleneck": "memory", "evidence": ["one read and one write"],
