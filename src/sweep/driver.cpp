@@ -117,8 +117,9 @@ class Driver {
       }
       while (!stopping && next_ < pending_.size() && executor_.can_start())
         if (auto s = start(*pending_[next_++]); !s) return std::unexpected(s.error());
-      if (in_flight_ == 0 && (stopping || next_ >= pending_.size())) break;
-      if (in_flight_ == 0)
+      const bool idle = in_flight_ == 0 && !executor_.busy();
+      if (idle && (stopping || next_ >= pending_.size())) break;
+      if (idle)
         return util::fail(util::ErrorKind::kInternal,
                           "the sweep's executor neither runs nor takes a task");
       auto f = executor_.wait(notify);

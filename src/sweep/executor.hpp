@@ -66,13 +66,17 @@ class Executor {
   virtual util::Result<Started> start(Task& t, const std::vector<std::string>& argv) = 0;
   // Waits a short while (about a poll interval at most) for a task to end: nullopt when none did,
   // so that the driver can look at Ctrl-C. Every started task ends exactly once. Called only
-  // while tasks are in flight; an error ends the sweep.
+  // while tasks are in flight or busy(); an error ends the sweep.
   virtual util::Result<std::optional<Finished>> wait(const Notify& notify) = 0;
   // Ctrl-C: stops every task in flight so that its session stays resumable (their ends still come
   // through wait()) and starts none. Returns the line of the "stopped" event.
   virtual std::string cancel_all() = 0;
   // Tasks that run at once, for the ETA.
   virtual int slots() const = 0;
+  // Whether it still has work of its own once every task it started has ended; the driver goes
+  // on calling wait() until it has not. SLURM: the array is still listed, or its stores are not
+  // merged yet.
+  virtual bool busy() const { return false; }
 };
 
 // Runs the tasks that are not done through `executor`, starting them in order as it takes them,

@@ -91,7 +91,7 @@ class SlurmExecutor final : public Executor {
   }
 
   // Submits the array on the first call; then announces reports as they appear while squeue lists
-  // the array, and once it does not, merges every task's store and ends the rest.
+  // the array, and once it does not, merges every task's store and ends the rest (one per call).
   util::Result<std::optional<Finished>> wait(const Notify& notify) override {
     if (job_.empty())
       if (auto s = submit(notify); !s) return std::unexpected(s.error());
@@ -112,7 +112,7 @@ class SlurmExecutor final : public Executor {
       merge(*queued_[i], notify);
       if (!seen_[i]) return gather(*queued_[i]);
     }
-    return fail(ErrorKind::kInternal, "wait() with no SLURM task left");
+    return std::nullopt;
   }
 
   // Running tasks get SIGINT (optimize keeps its session resumable); tasks not started yet are
@@ -126,6 +126,9 @@ class SlurmExecutor final : public Executor {
   }
 
   int slots() const override { return std::max<int>(1, static_cast<int>(queued_.size())); }
+
+  // Reports can appear before SLURM lets go of the array: its stores are merged only once it has.
+  bool busy() const override { return !job_.empty() && gathered_ < queued_.size(); }
 
  private:
   util::Result<void> submit(const Notify& notify);

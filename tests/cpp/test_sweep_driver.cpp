@@ -33,7 +33,8 @@ void write(const fs::path& p, const json& j) {
 
 // Runs nothing. `wait` ends the oldest running task: done (a finished report with speedup 2 and
 // wall 10 s), or failed for the numbers in `fail`; after cancel_all, interrupted (a report that
-// says so). `on_finish` runs after each end (the tests set Ctrl-C there).
+// says so). `on_finish` runs after each end (the tests set Ctrl-C there). With `gather_waits`, it
+// stays busy for that many waits after its last task ended (as SLURM merging its stores).
 class FakeExecutor final : public ok::sweep::Executor {
  public:
   explicit FakeExecutor(int slots) : slots_(slots) {}
@@ -44,6 +45,7 @@ class FakeExecutor final : public ok::sweep::Executor {
   std::vector<std::string> slots_used;
   std::vector<std::vector<std::string>> argvs;
   int max_running = 0, cancels = 0;
+  int gather_waits = 0;  // waits it still needs once every task has ended (busy() till then)
 
   ok::util::Result<void> begin(const ok::sweep::Plan&, const ok::sweep::Notify& notify) override {
     notify("planned", nullptr, std::to_string(slots_) + " slots");
@@ -65,8 +67,11 @@ class FakeExecutor final : public ok::sweep::Executor {
     return ok::sweep::Started{slot, true};
   }
   ok::util::Result<std::optional<Finished>> wait(const ok::sweep::Notify&) override {
-    EXPECT_FALSE(running_.empty()) << "wait() with nothing in flight";
-    if (running_.empty()) return std::nullopt;
+    if (running_.empty()) {
+      EXPECT_GT(gather_waits, 0) << "wait() with nothing in flight and not busy";
+      --gather_waits;
+      return std::nullopt;
+    }
     auto [t, slot] = running_.front();
     running_.pop_front();
     Finished f{t, slot, false, "", 10.0};
@@ -91,6 +96,7 @@ class FakeExecutor final : public ok::sweep::Executor {
     return "interrupted: fake";
   }
   int slots() const override { return slots_; }
+  bool busy() const override { return gather_waits > 0; }
 
  private:
   int free_slot() const {
@@ -321,6 +327,15 @@ TEST_F(SweepDriver, ProgressCountsDoneRunningScoreAndEta) {
   EXPECT_EQ(at(8).running, 0);
   EXPECT_DOUBLE_EQ(at(8).eta_s, 0);
   EXPECT_EQ(at(8).fast_1, 3);
+}
+
+TEST_F(SweepDriver, ABusyExecutorIsWaitedForAfterItsLastTaskEnded) {
+  FakeExecutor ex(2);
+  ex.gather_waits = 3;
+  auto out = drive(ex, 2);
+  ASSERT_TRUE(out.has_value()) << out.error().message;
+  EXPECT_EQ(ex.gather_waits, 0);
+  EXPECT_EQ(out->ran, 2);
 }
 
 TEST_F(SweepDriver, ASecondSweepIntoTheSameOutputIsRefused) {
