@@ -8,11 +8,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "llm/cancel.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
 #include "llm/redact.hpp"
 #include "store/store.hpp"
+#include "util/cancel.hpp"
 
 namespace ok::cli {
 
@@ -59,7 +59,7 @@ int run_ping(const GlobalOptions& g, const PingOptions& o) {
   auto ep = resolve_llm(o.llm, *cfg, *registry);
   if (!ep) return report_error(ep.error());
   if (o.timeout_s <= 0) return report_error({ErrorKind::kUsage, "--timeout must be positive"});
-  llm::install_interrupt_handler();
+  util::install_interrupt_handler();
 
   auto recorder = llm::StoreRecorder::open(store_path(g, *cfg), llm::Redactor(ep->api_key));
   if (!recorder)

@@ -13,7 +13,6 @@
 
 #include "cli/context.hpp"
 #include "cli/llm_commands.hpp"
-#include "llm/cancel.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
 #include "optimize/observer.hpp"
@@ -21,6 +20,7 @@
 #include "optimize/prompts.hpp"
 #include "optimize/report.hpp"
 #include "optimize/session.hpp"
+#include "util/cancel.hpp"
 #include "util/paths.hpp"
 
 namespace ok::cli {
@@ -260,7 +260,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   fmt::print(stderr, "session {}  (resume with: openkernel optimize --resume {})\n", session,
              session);
 
-  llm::install_interrupt_handler();
+  util::install_interrupt_handler();
   auto problem = optimize::prepare_problem(*worker, opts);
   if (!problem) return report_error(problem.error());
 
@@ -303,7 +303,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   deps.generator = generator.get();
   deps.critic = critic.get();
   deps.ledger = builtin ? nullptr : &ledger;
-  deps.cancel = &llm::cancel_flag();
+  deps.cancel = &util::cancel_flag();
   SessionObservers observers(g.quiet, st->path(), session);
   deps.observer = observers.observer();
   deps.cache_dir = util::cache_dir().string();

@@ -13,10 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
-#include "llm/cancel.hpp"
 #include "problems/kernelbench.hpp"
 #include "score/report.hpp"
+#include "sweep/baseline.hpp"
 #include "sweep/sweep.hpp"
+#include "util/cancel.hpp"
 #include "util/paths.hpp"
 #include "util/strings.hpp"
 
@@ -183,12 +184,9 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   fmt::print(stderr, "sweep  level {}, {} problems, backend {}, model {}, executor {} -> {}\n",
              o.level, tasks->size(), o.backend, o.model, o.executor, o.output.string());
 
-  llm::install_interrupt_handler();
+  util::install_interrupt_handler();
   auto t0 = std::chrono::steady_clock::now();
-  auto out =
-      o.executor == "slurm"
-          ? sweep::run_slurm(o, std::move(*tasks), &llm::cancel_flag(), sweep_progress(g.quiet))
-          : sweep::run_local(o, std::move(*tasks), &llm::cancel_flag(), sweep_progress(g.quiet));
+  auto out = sweep::run(o, std::move(*tasks), &util::cancel_flag(), sweep_progress(g.quiet));
   if (!out) return report_error(out.error());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -232,6 +230,22 @@ struct BaselineCliOptions {
   bool no_compile = false, json = false;
 };
 
+// One line of the baseline table, printed as soon as the problem is measured.
+void print_baseline_row(const problems::ProblemRef& p, const json& row) {
+  auto num = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("-");
+  };
+  const json reason = row.value("compile_reason", json(nullptr));
+  std::string note = row.contains("error") ? "error: " + row["error"].get<std::string>()
+                     : reason.is_string()  ? reason.get<std::string>()
+                                           : "";
+  if (note.size() > 100) note = note.substr(0, 97) + "...";
+  fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", p.level, p.number,
+             p.name.substr(0, 40), num(row.value("eager_us", json(nullptr))),
+             num(row.value("compile_us", json(nullptr))), row.value("method", "-"), note);
+  std::fflush(stdout);
+}
+
 int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
@@ -251,93 +265,34 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
   if (!worker) return report_error(worker.error());
   auto backend = choose_backend(*worker, c.backend, "triton");
   if (!backend) return report_error(backend.error());
-  const int threads = threads_for(*backend, c.threads);
 
-  llm::install_interrupt_handler();
-  json rows = json::array();
-  int failed = 0;
+  util::install_interrupt_handler();
   if (!g.quiet)
     fmt::print(stderr, "baseline  level {}, {} problems, backend {}\n", c.level, chosen->size(),
                *backend);
   if (!c.json)
     fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", "level", "problem", "name",
                "eager_us", "compile_us", "method", "note");
-  for (const auto& p : *chosen) {
-    if (llm::cancel_flag().load()) break;
-    json req = {{"op", "baseline"},
-                {"reference", std::filesystem::absolute(p.path).string()},
-                {"backend", *backend},
-                {"timing_budget_s", c.timing_budget},
-                {"threads", threads},
-                {"cuda_graph", c.cuda_graph},
-                {"rested", c.rested},
-                {"compile", !c.no_compile},
-                {"seed", 0}};
-    auto r = worker->call(req, std::chrono::seconds(1800), &llm::cancel_flag());
-    json row = {{"level", p.level}, {"problem_id", p.number}, {"name", p.name}};
-    if (!r) {
-      if (r.error().kind == ErrorKind::kCancelled) break;
-      ++failed;
-      row["error"] = r.error().message;
-      if (!worker->alive()) {
-        auto w = start_worker(*cfg, c.python);
-        if (!w) return report_error(w.error());
-        *worker = std::move(*w);
-      }
-    } else {
-      const json& res = *r;
-      auto median = [](const json& s) -> json {
-        return s.is_object() ? s.value("median", json(nullptr)) : json(nullptr);
-      };
-      row["eager_us"] = median(res.value("eager_runtime_us", json(nullptr)));
-      row["compile_us"] = median(res.value("compile_runtime_us", json(nullptr)));
-      row["method"] = res.value("method", "");
-      row["device"] = res.value("device_name", "");
-      const json& comp = res.value("compile", json::object());
-      row["compile_reason"] = comp.is_object() ? comp.value("reason", json(nullptr)) : nullptr;
-      const json& prob = res.value("problem", json::object());
-      auto pid = st->upsert_problem({prob.value("source_hash", ""), p.name, p.path.string(),
-                                     p.level, p.number, prob.value("source", "")});
-      if (!pid) return report_error(pid.error());
-      store::BaselineRow b;
-      b.problem_id = *pid;
-      b.device = row["device"].get<std::string>();
-      b.backend = *backend;
-      b.method = row["method"].get<std::string>();
-      if (row["eager_us"].is_number()) b.eager_us = row["eager_us"].get<double>();
-      if (row["compile_us"].is_number()) b.compile_us = row["compile_us"].get<double>();
-      if (row["compile_reason"].is_string())
-        b.compile_reason = row["compile_reason"].get<std::string>();
-      b.threads = res.value("threads", 0);
-      b.versions_json = res.value("versions", json::object()).dump();
-      b.result_json = res.dump();
-      if (auto id = st->insert_baseline(b); !id) return report_error(id.error());
-    }
-    if (!c.json) {
-      auto num = [](const json& v) {
-        return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("-");
-      };
-      std::string note = row.contains("error") ? "error: " + row["error"].get<std::string>()
-                         : row["compile_reason"].is_string()
-                             ? row["compile_reason"].get<std::string>()
-                             : "";
-      if (note.size() > 100) note = note.substr(0, 97) + "...";
-      fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", p.level, p.number,
-                 p.name.substr(0, 40), num(row.value("eager_us", json(nullptr))),
-                 num(row.value("compile_us", json(nullptr))), row.value("method", "-"), note);
-      std::fflush(stdout);
-    }
-    rows.push_back(std::move(row));
-  }
+  sweep::BaselineOptions o;
+  o.backend = *backend;
+  o.timing_budget_s = c.timing_budget;
+  o.threads = threads_for(*backend, c.threads);
+  o.cuda_graph = c.cuda_graph;
+  o.rested = c.rested;
+  o.compile = !c.no_compile;
+  auto out = sweep::run_baseline(
+      *chosen, o, *worker, [&] { return start_worker(*cfg, c.python); }, *st, &util::cancel_flag(),
+      c.json ? sweep::BaselineObserver() : print_baseline_row);
+  if (!out) return report_error(out.error());
   if (c.json)
     fmt::print("{}\n", json{{"level", c.level},
                             {"backend", *backend},
                             {"db", st->path().string()},
-                            {"baselines", rows},
-                            {"failed", failed}}
+                            {"baselines", out->rows},
+                            {"failed", out->failed}}
                            .dump());
-  if (llm::cancel_flag().load()) return kInterrupted;
-  return failed > 0 ? 1 : 0;
+  if (out->interrupted) return kInterrupted;
+  return out->failed > 0 ? 1 : 0;
 }
 
 }  // namespace

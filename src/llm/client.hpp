@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "llm/accounting.hpp"
-#include "llm/cancel.hpp"
 #include "llm/http.hpp"
 #include "llm/limiter.hpp"
 #include "llm/provider.hpp"
@@ -21,6 +20,7 @@
 #include "llm/redact.hpp"
 #include "llm/registry.hpp"
 #include "llm/types.hpp"
+#include "util/cancel.hpp"
 #include "util/error.hpp"
 
 namespace ok::llm {
@@ -40,9 +40,9 @@ struct ClientOptions {
   Timeouts timeouts;
   RetryPolicy retry;
   int max_concurrency = 8;  // per provider and base URL, shared by every Client in the process
-  const std::atomic<bool>* cancel = &cancel_flag();  // Ctrl-C by default
-  Ledger* ledger = nullptr;                          // session totals and budget; optional
-  CallRecorder* recorder = nullptr;                  // where calls are recorded; optional
+  const std::atomic<bool>* cancel = &util::cancel_flag();  // Ctrl-C by default
+  Ledger* ledger = nullptr;                                // session totals and budget; optional
+  CallRecorder* recorder = nullptr;                        // where calls are recorded; optional
 };
 
 struct StructuredReply {

@@ -1,6 +1,7 @@
 // `openkernel sweep`: one `openkernel optimize` per KernelBench problem, run by an executor (local
-// slots, one per GPU, or a SLURM job array), gathered into one results TSV (docs/tsv.md) and one
-// store. docs/sweep.md describes the folder layout, resume and the executors.
+// slots, one per GPU, or a SLURM job array; sweep/executor.hpp holds the driver they share),
+// gathered into one results TSV (docs/tsv.md) and one store. docs/sweep.md describes the folder
+// layout, resume and the executors.
 //
 // Every problem is a task with its own folder under the sweep's work folder (results/X.tsv ->
 // results/X/L1_019_ReLU/): the optimize run's attempts, best kernel and report.json live there,
@@ -105,18 +106,16 @@ struct Outcome {
 };
 
 // Resolves the selection against the KernelBench folder into tasks (kBadInput for a problem
-// number the level lacks), creating the work folder and checking that an earlier sweep into the
-// same output used the same backend and model (kUsage otherwise).
+// number the level lacks), creating the work folder.
 util::Result<std::vector<Task>> plan(const Options& o);
 
-// Runs the tasks that are not done, one `openkernel optimize` child per slot at a time, until all
-// have run once or `cancel` is set (children get SIGINT and keep their sessions resumable).
-util::Result<Outcome> run_local(const Options& o, std::vector<Task> tasks,
-                                const std::atomic<bool>* cancel, const Observer& observer);
-
-// Submits the tasks that are not done as one SLURM job array (sbatch --wait), each array task
-// running optimize with its own store in its folder, then merges those stores into the sweep's.
-util::Result<Outcome> run_slurm(const Options& o, std::vector<Task> tasks,
-                                const std::atomic<bool>* cancel, const Observer& observer);
+// Runs the tasks that are not done with the executor `o.executor` names (sweep/executor.hpp):
+// "local", one `openkernel optimize` child per slot at a time; "slurm", one SLURM job array whose
+// tasks each write their own store in their folder, merged into the sweep's once it is over. Ends
+// when every task has run once or `cancel` is set (running tasks get SIGINT and keep their
+// sessions resumable). kUsage for another executor name, for a sweep already running into the same
+// output, or for an output an earlier sweep with another backend or model wrote.
+util::Result<Outcome> run(const Options& o, std::vector<Task> tasks,
+                          const std::atomic<bool>* cancel, const Observer& observer);
 
 }  // namespace ok::sweep

@@ -1,8 +1,8 @@
-#include "llm/cancel.hpp"
+#include "util/cancel.hpp"
 
 #include <signal.h>
 
-namespace ok::llm {
+namespace ok::util {
 
 namespace {
 std::atomic<bool> g_cancel{false};
@@ -25,4 +25,4 @@ void install_interrupt_handler() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-}  // namespace ok::llm
+}  // namespace ok::util
