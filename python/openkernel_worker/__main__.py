@@ -18,8 +18,9 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
     from .analyze import analyze
     from .baseline import baseline
     from .device_info import device_info
-    from .evaluate import EnvironmentProblem, evaluate
+    from .evaluate import evaluate
     from .inspect_problem import inspect
+    from .options import EnvironmentProblem
     from .problem import BadInput
 
     op = req.get("op")

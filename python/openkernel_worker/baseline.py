@@ -1,9 +1,9 @@
 """`baseline` op: the reference's own times on this device, eager and under torch.compile, with
-the evaluator's timing method (evaluate.time_in_worker), so a sweep compares kernels against
+the evaluator's timing method (trusted_timing.time_in_worker), so a sweep compares kernels against
 baselines measured on the same machine (`openkernel baseline`, docs/sweep.md).
 
 Method: eager timed with CUDA events per call (or wall clock on the CPU); on a GPU, when the eager
-median is below evaluate.GRAPH_AUTO_US and cuda_graph is not "off" (or cuda_graph is "on"), both
+median is below options.GRAPH_AUTO_US and cuda_graph is not "off" (or cuda_graph is "on"), both
 are timed again by CUDA-graph replay, as the evaluator times a microsecond candidate, and the
 graph figures stand; when it is REST_AUTO_US or more (or rested is "on"), both are timed again
 rested (an idle gap before each call, as the evaluator does there), and those figures stand.
@@ -17,8 +17,9 @@ from random import Random
 from typing import Any
 
 from . import integrity, timing
-from .evaluate import (GRAPH_AUTO_US, REST_AUTO_US, SPARE, Options, resolve_device, time_compiled,
-                       time_in_worker)
+from .candidate_process import SPARE
+from .options import GRAPH_AUTO_US, REST_AUTO_US, Options, resolve_device
+from .trusted_timing import reset_dynamo, time_compiled, time_in_worker
 from .problem import BadInput, build_model, load_reference, make_init_inputs, make_inputs
 
 
@@ -80,9 +81,7 @@ def baseline(req: dict[str, Any]) -> dict[str, Any]:
                                 "reason": f"torch.compile of the reference failed: "
                                           f"{type(e).__name__}: {str(e)[:800]}"}
                 finally:
-                    dynamo = getattr(torch, "_dynamo", None)
-                    if dynamo is not None and hasattr(dynamo, "reset"):
-                        dynamo.reset()
+                    reset_dynamo()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
     out: dict[str, Any] = {

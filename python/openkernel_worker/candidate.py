@@ -95,8 +95,8 @@ class CandidateState:
         """Pays the process's one-time costs before any candidate is known, in three stages:
         "cpu" (Triton's and the profiler's imports: no device work), "gpu" (the CUDA context and
         a first kernel) and "profiler" (the profiler's first start, seconds of CUPTI set-up). A
-        spare process (evaluate.py) runs its "cpu" stage whenever it likes and the others as its
-        SparePool.overlap() mode allows; no candidate code has run yet. `stages` defaults to
+        spare process (candidate_process.py) runs its "cpu" stage whenever it likes and the others
+        as its SparePool.overlap() mode allows; no candidate code has run yet. `stages` defaults to
         all. Failures are reported, not fatal: load and the later steps meet the same problem
         and report it in context. The reply's
         `seconds` says what each step cost."""

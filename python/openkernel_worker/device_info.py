@@ -39,7 +39,7 @@ def _cuda_index(device: str) -> int:
     """`cuda` or `cuda:N` -> N, checked against this machine."""
     import torch
 
-    from .evaluate import EnvironmentProblem
+    from .options import EnvironmentProblem
 
     text = device.split(":", 1)[1] if ":" in device else "0"
     if not text.isdigit():

@@ -136,7 +136,7 @@ def prebuild(req: dict[str, Any]) -> dict[str, Any]:
     `built` (the candidate loaded), `compile_error`, `load_failed`, `timeout`, `died`,
     `unavailable` (no sandbox here), `busy` (the source is being built elsewhere) or `skipped`
     (nothing to build). Bad request fields are bad input."""
-    from .evaluate import Options, cache_root_of
+    from .options import Options, cache_root_of
 
     t0 = time.monotonic()
     opts = Options.from_request(req)
@@ -167,8 +167,8 @@ def prebuild(req: dict[str, Any]) -> dict[str, Any]:
 def _build(opts: Any, root: str, source: str, arch: str | None) -> dict[str, Any]:
     """Imports the candidate once in a CPU-sandboxed candidate process whose builds the cache
     serves; the process is gone and the batons cleaned when this returns."""
-    from .evaluate import (CandidateDied, CandidateProcess, CandidateTimeout, EnvironmentProblem,
-                           candidate_env_of)
+    from .candidate_process import CandidateDied, CandidateProcess, CandidateTimeout
+    from .options import EnvironmentProblem, candidate_env_of
 
     env = candidate_env_of(opts, root)
     env["CUDA_VISIBLE_DEVICES"] = ""  # no GPU, whatever the worker was started with

@@ -102,5 +102,5 @@ class ReferenceCache:
 
 CACHE = ReferenceCache()
 # torch.compile(reference) timings, keyed by the problem and the timing method: a search pays the
-# compile once per worker (evaluate.py, compile_baseline).
+# compile once per worker (trusted_timing.compile_baseline).
 COMPILE_BASELINES: dict[Hashable, dict[str, Any]] = {}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from openkernel_worker import capture, evaluate, timing
+from openkernel_worker import capture, timing, timing_series
 from openkernel_worker.evaluate import Evaluation, Options
 
 MAPS = """\
@@ -189,7 +189,7 @@ def evaluation(tiny_reference: str, write: Any, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(ev, "_ask_soft", ask_soft)
     monkeypatch.setattr(ev, "_check_timed_outputs", check)
     monkeypatch.setattr(ev, "_cross_check", lambda walls, flush_us, result_key="": None)
-    monkeypatch.setattr(evaluate, "refresh_inputs", lambda entry, module, seed, device: None)
+    monkeypatch.setattr(timing_series, "refresh_inputs", lambda entry, module, seed, device: None)
     monkeypatch.setattr(timing, "flush_buffer", lambda device: None)
     monkeypatch.setattr(timing, "flush_cost_us", lambda device, flush: 0.0)
     return ev, asked
