@@ -159,7 +159,7 @@ std::string shape_tuple(const Shape& s) {
 }
 
 std::string py_operand(const Graph& g, const Operand& o) {
-  if (o.value == -2) return "None";
+  if (o.is_none()) return "None";
   if (o.is_scalar()) return literal(o.scalar, "triton");
   return py_name(g, o.value);
 }

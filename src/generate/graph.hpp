@@ -19,10 +19,22 @@ using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& s);
 std::string shape_str(const Shape& s);
 
+// A node's argument: a tensor (an index into Graph::values), a number, or None (an absent optional
+// argument of a vendor op, such as linear's bias). Build one with the named constructors.
 struct Operand {
-  int value = -1;  // index into Graph::values, or -1 for a scalar
+  static constexpr int kNumber = -1;  // `value` of a number; `scalar` holds it
+  static constexpr int kNone = -2;    // `value` of None
+
+  int value = kNumber;  // index into Graph::values, or kNumber, or kNone
   double scalar = 0;
+
+  static Operand tensor(int value_index) { return {value_index, 0}; }
+  static Operand number(double v) { return {kNumber, v}; }
+  static Operand none() { return {kNone, 0}; }
+
+  // Not a tensor: a number or None.
   bool is_scalar() const { return value < 0; }
+  bool is_none() const { return value == kNone; }
 };
 
 enum class ValueKind { kInput, kAttr, kNode };
@@ -64,6 +76,10 @@ struct Lowered {
 };
 
 // Malformed IR is an error; an unsupported but well-formed graph is a Lowered with a reason.
+// Each IR op is lowered by the function of its family in skills.ir_family (data/skills' "ir_ops").
 util::Result<Lowered> lower(const nlohmann::json& ir, const Skills& skills);
+
+// The "ir_ops" families lower() has a lowering function for (every family but `unlowered`).
+std::vector<std::string> lowered_families();
 
 }  // namespace ok::generate

@@ -32,13 +32,14 @@ mu::data to_data(const nlohmann::json& j) {
   return mu::data{j.dump()};
 }
 
-util::Result<nlohmann::json> read_json(const std::filesystem::path& p) {
+// Parsed keeping the files' key order: an op's params are positional in that order.
+util::Result<nlohmann::ordered_json> read_json(const std::filesystem::path& p) {
   std::ifstream in(p);
   if (!in)
     return util::fail(util::ErrorKind::kBadInput, fmt::format("cannot read skill {}", p.string()));
   std::stringstream ss;
   ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  auto j = nlohmann::ordered_json::parse(ss.str(), nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return util::fail(util::ErrorKind::kBadInput,
                       fmt::format("skill {} is not a JSON object", p.string()));
@@ -47,6 +48,25 @@ util::Result<nlohmann::json> read_json(const std::filesystem::path& p) {
       return util::fail(util::ErrorKind::kBadInput,
                         fmt::format("skill {} lacks the string field \"{}\"", p.string(), key));
   return j;
+}
+
+// "ir_ops": family -> [op names]; each op in one family.
+util::Result<void> read_ir_ops(const nlohmann::ordered_json& j, const std::filesystem::path& p,
+                               Skills& out) {
+  auto bad = [&](const std::string& what) {
+    return util::fail(util::ErrorKind::kBadInput, fmt::format("skill {}: {}", p.string(), what));
+  };
+  if (!j.contains("ir_ops") || !j["ir_ops"].is_object())
+    return bad("the op table lacks the graph IR's vocabulary \"ir_ops\"");
+  for (const auto& [family, ops] : j["ir_ops"].items()) {
+    if (!ops.is_array()) return bad(fmt::format("ir_ops {} is not a list", family));
+    for (const auto& op : ops) {
+      if (!op.is_string()) return bad(fmt::format("ir_ops {} holds a non-string", family));
+      if (!out.ir_family.emplace(op.get<std::string>(), family).second)
+        return bad(fmt::format("ir_ops lists {} twice", op.get<std::string>()));
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -71,6 +91,7 @@ util::Result<Skills> load_skills(const std::filesystem::path& dir) {
     auto j = read_json(f);
     if (!j) return std::unexpected(j.error());
     if (j->contains("ops")) {
+      if (auto r = read_ir_ops(*j, f, out); !r) return std::unexpected(r.error());
       for (const auto& [name, op] : (*j)["ops"].items()) {
         OpTemplate t;
         t.arity = op.value("arity", 1);
@@ -92,7 +113,7 @@ util::Result<Skills> load_skills(const std::filesystem::path& dir) {
     s.backend = (*j)["backend"].get<std::string>();
     s.pattern = (*j)["pattern"].get<std::string>();
     s.description = (*j)["description"].get<std::string>();
-    if (j->contains("params")) s.params = (*j)["params"];
+    if (j->contains("params")) s.params = nlohmann::json((*j)["params"]);
     if (!j->contains("templates") || !(*j)["templates"].is_object())
       return util::fail(util::ErrorKind::kBadInput,
                         fmt::format("skill {} has neither \"ops\" nor \"templates\"", f.string()));

@@ -1,0 +1,147 @@
+// generate/graph.hpp: lower() over the graph IR's vocabulary ("ir_ops" of
+// data/skills/elementwise_ops.json, which the worker's analyze is held to in
+// python/tests/test_analyze_ops.py), the op families' lowering table, named operands.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "generate/graph.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ok::generate::Graph;
+using ok::generate::Lowered;
+using ok::generate::Operand;
+using ok::generate::Skills;
+
+const fs::path kSkills = fs::path(OPENKERNEL_TEST_SOURCE_ROOT) / "data" / "skills";
+
+const Skills& skills() {
+  static const Skills s = [] {
+    auto r = ok::generate::load_skills(kSkills);
+    if (!r) throw std::runtime_error(r.error().message);
+    return *r;
+  }();
+  return s;
+}
+
+// One node over the input x (4 x 8): op, args, kwargs, the output shape and dtype.
+json one_node(const std::string& op, json args, json kwargs, json shape,
+              const std::string& dtype = "float32") {
+  json node = {{"name", "y"},      {"op", op},       {"args", args},
+               {"kwargs", kwargs}, {"shape", shape}, {"dtype", dtype}};
+  return {{"traceable", true},
+          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", {4, 8}}}})},
+          {"attrs", json::array()},
+          {"nodes", json::array({node})},
+          {"outputs", json::array({{{"node", "y"}}})}};
+}
+
+// A minimal well-formed node of `op` in `family`.
+json minimal(const std::string& family, const std::string& op) {
+  const json x = {{"input", "x"}};
+  if (family == "binary") return one_node(op, {x, {{"scalar", 2.0}}}, json::object(), {4, 8});
+  if (family == "reduction") {
+    bool arg = op == "argmax" || op == "argmin";
+    return one_node(op, {x}, {{"dim", {1}}, {"keepdim", false}}, {4}, arg ? "int64" : "float32");
+  }
+  if (family == "softmax") return one_node(op, {x}, {{"dim", {1}}}, {4, 8});
+  if (family == "layer_norm")
+    return one_node(op, {x, {{"value", nullptr}}, {{"value", nullptr}}},
+                    {{"normalized_shape", {8}}, {"eps", 1e-5}}, {4, 8});
+  if (family == "view") return one_node(op, {x}, {{"shape", {32}}}, {32});
+  if (family == "vendor") return one_node(op, {x}, {{"target", "m"}}, {4, 8});
+  json kwargs = op == "clamp" ? json{{"min", 0.0}} : json::object();
+  return one_node(op, {x}, kwargs, {4, 8});
+}
+
+Lowered must_lower(const json& ir) {
+  auto r = ok::generate::lower(ir, skills());
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
+  return r ? *r : Lowered{};
+}
+
+TEST(GenerateGraph, EveryFamilyOfTheVocabularyHasALowering) {
+  std::set<std::string> families;
+  for (const auto& [op, family] : skills().ir_family) families.insert(family);
+  families.erase("unlowered");
+  auto lowered = ok::generate::lowered_families();
+  EXPECT_EQ(families, std::set<std::string>(lowered.begin(), lowered.end()));
+}
+
+TEST(GenerateGraph, EveryOpOfTheVocabularyLowers) {
+  ASSERT_GT(skills().ir_family.size(), 50u);
+  for (const auto& [op, family] : skills().ir_family) {
+    if (family == "unlowered") continue;
+    Lowered l = must_lower(minimal(family, op));
+    EXPECT_EQ(l.unsupported, "") << op;
+    EXPECT_FALSE(l.graph.nodes.empty()) << op;
+  }
+}
+
+TEST(GenerateGraph, OpsOutsideTheLoweredFamiliesSayWhy) {
+  const json x = {{"input", "x"}};
+  Lowered where = must_lower(one_node("where", {x, x, x}, json::object(), {4, 8}));
+  EXPECT_EQ(where.unsupported, "op where (node y) is not handled by the builtin generator");
+  Lowered odd = must_lower(one_node("cumsum", {x}, json::object(), {4, 8}));
+  EXPECT_EQ(odd.unsupported, "op cumsum (node y) is not handled by the builtin generator");
+  Lowered unknown = must_lower(one_node("unknown", {x}, {{"target", "torch.cumsum"}}, {4, 8}));
+  EXPECT_EQ(unknown.unsupported, "op torch.cumsum (node y) is not one the builtin generator knows");
+}
+
+TEST(GenerateGraph, PointwiseParamsByKeywordByPositionAndDefault) {
+  const json x = {{"input", "x"}};
+  // Positional after the input, in the op table's order (beta, threshold).
+  Graph g = must_lower(one_node("softplus", {x, 2.0, 10.0}, json::object(), {4, 8})).graph;
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].params, json({{"beta", 2.0}, {"threshold", 10.0}}));
+  g = must_lower(one_node("softplus", {x}, {{"threshold", 5.0}}, {4, 8})).graph;
+  EXPECT_EQ(g.nodes[0].params, json({{"beta", 1.0}, {"threshold", 5.0}}));
+  g = must_lower(one_node("threshold", {x, 0.5, -1.0}, json::object(), {4, 8})).graph;
+  EXPECT_EQ(g.nodes[0].params, json({{"threshold", 0.5}, {"value", -1.0}}));
+  g = must_lower(one_node("leaky_relu", {x}, json::object(), {4, 8})).graph;
+  EXPECT_EQ(g.nodes[0].params, json({{"negative_slope", 0.01}}));
+  g = must_lower(one_node("relu", {x}, json::object(), {4, 8})).graph;
+  EXPECT_EQ(g.nodes[0].params, json::object());
+}
+
+TEST(GenerateGraph, CompoundOpsBecomePrimitives) {
+  const json x = {{"input", "x"}};
+  Graph g = must_lower(one_node("hardtanh", {x}, json::object(), {4, 8})).graph;
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].op, "maximum");
+  EXPECT_EQ(g.nodes[0].args[1].scalar, -1.0);
+  EXPECT_EQ(g.nodes[1].op, "minimum");
+  g = must_lower(one_node("gelu", {x}, {{"approximate", "tanh"}}, {4, 8})).graph;
+  EXPECT_EQ(g.nodes[0].op, "gelu_tanh");
+  g = must_lower(one_node("pow", {x, {{"scalar", 3.0}}}, json::object(), {4, 8})).graph;
+  ASSERT_EQ(g.nodes.size(), 2u);  // x*x, then (x*x)*x under the node's name
+  EXPECT_EQ(g.values[g.output].name, "y");
+  g = must_lower(one_node("var", {x}, {{"dim", {1}}, {"correction", 0}}, {4})).graph;
+  EXPECT_EQ(g.nodes.back().op, "mul");
+  EXPECT_EQ(g.nodes.back().args[1].scalar, 1.0 / 8);
+}
+
+TEST(GenerateGraph, VendorNoneArgumentIsANamedOperand) {
+  const json x = {{"input", "x"}};
+  Graph g =
+      must_lower(one_node("linear", {x, x, {{"value", nullptr}}}, json::object(), {4, 8})).graph;
+  ASSERT_EQ(g.nodes[0].args.size(), 3u);
+  EXPECT_TRUE(g.nodes[0].args[2].is_none());
+  EXPECT_TRUE(g.nodes[0].args[2].is_scalar());  // not a tensor
+  EXPECT_FALSE(g.nodes[0].args[0].is_none());
+}
+
+TEST(GenerateGraph, OperandConstructors) {
+  EXPECT_TRUE(Operand::none().is_none());
+  EXPECT_TRUE(Operand::number(2.5).is_scalar());
+  EXPECT_FALSE(Operand::number(2.5).is_none());
+  EXPECT_EQ(Operand::number(2.5).scalar, 2.5);
+  EXPECT_FALSE(Operand::tensor(3).is_scalar());
+  EXPECT_EQ(Operand::tensor(3).value, 3);
+}
+
+}  // namespace
