@@ -68,6 +68,40 @@ util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const con
   return r;
 }
 
+void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which) {
+  const eval::Limits d;
+  if (which.trials)
+    cmd->add_option("--trials", limits.trials,
+                    fmt::format("Correctness trials per candidate, each with fresh inputs "
+                                "(default {})",
+                                d.trials));
+  if (which.timeout)
+    cmd->add_option("--timeout", limits.timeout_s,
+                    fmt::format("Limit in seconds for each candidate step: its build, one trial, "
+                                "one timed block (default {})",
+                                d.timeout_s));
+  if (which.timing_budget)
+    cmd->add_option("--timing-budget", limits.timing_budget_s,
+                    fmt::format("Seconds of timing per candidate before stopping short of the "
+                                "target precision (default {})",
+                                d.timing_budget_s));
+  if (which.threads)
+    cmd->add_option("--threads", limits.threads,
+                    "CPU threads for reference and candidate (default: on the CPU backend the "
+                    "machine's cores, at most 8)");
+  if (which.no_sandbox)
+    cmd->add_flag("--no-sandbox", limits.no_sandbox,
+                  "Run candidates without the bwrap sandbox (dangerous: only for trusted code; "
+                  "needed where bwrap cannot run; see docs/evaluation.md)");
+}
+
+util::Result<void> check_limits(const eval::Limits& limits) {
+  if (limits.trials < 1) return util::fail(util::ErrorKind::kUsage, "--trials must be at least 1");
+  if (!(limits.timeout_s > 0))
+    return util::fail(util::ErrorKind::kUsage, "--timeout must be positive");
+  return {};
+}
+
 util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
                                                     const config::Config& cfg) {
   return problems::kernelbench_dir(flag.empty() ? std::nullopt : std::optional(flag),

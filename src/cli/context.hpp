@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "config/config.hpp"
+#include "eval/limits.hpp"
 #include "eval/worker.hpp"
 #include "store/store.hpp"
 
@@ -30,6 +31,16 @@ struct ResolvedProblem {
   std::optional<int> level, number;
   std::map<std::string, std::string> overrides;
 };
+
+// Which of the evaluation limit flags a command takes.
+struct LimitFlags {
+  bool trials = true, timeout = true, timing_budget = true, threads = true, no_sandbox = true;
+};
+// Declares --trials, --timeout, --timing-budget, --threads and --no-sandbox (those `which` names)
+// into `limits`: one help text per flag and eval::Limits' defaults, for every command.
+void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which = {});
+// kUsage when a limit is out of range: --trials below 1, --timeout not above 0.
+util::Result<void> check_limits(const eval::Limits& limits);
 
 // The KernelBench folder: --kernelbench-dir (`flag`), else $OPENKERNEL_KERNELBENCH_DIR, else the
 // config's kernelbench_dir.

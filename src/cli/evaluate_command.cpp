@@ -23,13 +23,9 @@ struct EvaluateOptions {
   std::string candidate;
   std::string backend;
   std::string device;
-  int trials = 5;
+  eval::Limits limits;
   long long seed = -1;
-  double timeout = 300;
-  double timing_budget = 4;
-  int threads = 0;
   bool strict = false;
-  bool no_sandbox = false;
   std::string cuda_graph = "auto";
   std::string rested = "auto";
   bool compile_baseline = false;
@@ -48,8 +44,7 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
                          "the candidate's path is not valid UTF-8 (paths travel to the evaluation "
                          "worker as UTF-8 text): rename the file or its folder"});
   if (auto c = util::read_file(o.candidate); !c) return report_error(c.error());
-  if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
-  if (o.timeout <= 0) return report_error({ErrorKind::kUsage, "--timeout must be positive"});
+  if (auto r = check_limits(o.limits); !r) return report_error(r.error());
   auto st = open_store(g, *cfg);
   if (!st) return report_error(st.error());
   auto worker = start_worker(*cfg, o.python);
@@ -61,19 +56,16 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   req.candidate = std::filesystem::absolute(o.candidate).string();
   req.backend = *backend;
   if (!o.device.empty()) req.device = o.device;
-  req.trials = o.trials;
+  req.limits = o.limits;
+  req.limits.threads = threads_for(*backend, o.limits.threads);
   if (o.seed >= 0) req.seed = o.seed;
-  req.timeout_s = o.timeout;
   req.overrides = prob->overrides;
-  req.timing_budget_s = o.timing_budget;
-  req.threads = threads_for(*backend, o.threads);
   req.strict = o.strict;
   req.cache_dir = util::cache_dir().string();
-  req.no_sandbox = o.no_sandbox;
   req.cuda_graph = o.cuda_graph;
   req.rested = o.rested;
   req.compile_baseline = o.compile_baseline;
-  if (o.no_sandbox)
+  if (o.limits.no_sandbox)
     fmt::print(stderr,
                "WARNING: --no-sandbox: the candidate runs WITHOUT the sandbox. Its code can read "
                "your files and API keys, use the network and write wherever you can. Use it only "
@@ -108,18 +100,9 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
                   "cpu, cuda or triton (default: cuda with a GPU, else cpu)")
       ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
   cmd->add_option("--device", o->device, "Device, e.g. cuda:0 (default: cuda:0, or cpu)");
-  cmd->add_option("--trials", o->trials, "Correctness trials with fresh inputs (default 5)");
+  add_limit_options(cmd, o->limits);
   cmd->add_option("--seed", o->seed, "Seed for the trials (default: a secret random seed)");
-  cmd->add_option("--timeout", o->timeout,
-                  "Limit in seconds for each candidate step: build, one trial, one timed block "
-                  "(default 300)");
-  cmd->add_option("--timing-budget", o->timing_budget,
-                  "Seconds of timing before stopping short of the target precision (default 4)");
-  cmd->add_option("--threads", o->threads, "CPU threads for reference and candidate");
   cmd->add_flag("--strict", o->strict, "Reject a candidate on any flag");
-  cmd->add_flag("--no-sandbox", o->no_sandbox,
-                "Run the candidate without the bwrap sandbox (dangerous: only for trusted code; "
-                "needed where bwrap cannot run)");
   cmd->add_option("--cuda-graph", o->cuda_graph,
                   "Time by CUDA-graph replay: auto (when the eager median is below 50 us), on, "
                   "off (default auto)")

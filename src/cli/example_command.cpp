@@ -3,7 +3,6 @@
 // when a GPU is present and the pair exists).
 #include <fmt/core.h>
 
-#include <thread>
 
 #include "cli/context.hpp"
 #include "eval/evaluator.hpp"
@@ -27,7 +26,7 @@ int run_example(const GlobalOptions& g, const std::string& python) {
   req.reference = ref.string();
   req.candidate = cand.string();
   req.backend = "cpu";
-  req.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  req.limits.threads = threads_for("cpu", 0);  // the machine's cores, at most 8
   req.cache_dir = util::cache_dir().string();
   fmt::print("Evaluating the bundled example: {}\n  against {}\n", cand.string(), ref.string());
   auto r = eval::evaluate(*worker, req);

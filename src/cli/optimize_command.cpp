@@ -46,11 +46,7 @@ struct OptimizeOptions {
   bool json = false;
   std::string python;
   long long seed = -1;
-  int trials = 5;
-  double timeout = 300;
-  double timing_budget = 4;
-  int threads = 0;
-  bool no_sandbox = false;
+  eval::Limits limits;
   std::string search = "engine";
   int in_flight = 0;
   double budget_wall_s = 0, budget_device_s = 0;
@@ -146,7 +142,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
   if (o.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
-  if (o.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
+  if (auto r = check_limits(o.limits); !r) return report_error(r.error());
   if (o.llm.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
   if (o.in_flight < 0 || o.in_flight > 64)
     return report_error({ErrorKind::kUsage, "--in-flight must be between 1 and 64"});
@@ -198,10 +194,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     opts.iterations = o.iterations;
     if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
     opts.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
-    opts.trials = o.trials;
-    opts.timeout_s = o.timeout;
-    opts.timing_budget_s = o.timing_budget;
-    opts.no_sandbox = o.no_sandbox;
+    opts.limits = o.limits;
     opts.search = o.search;
     opts.in_flight = o.in_flight;
     if (o.budget_wall_s > 0) opts.budget_wall_s = o.budget_wall_s;
@@ -230,9 +223,9 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   if (!backend) return report_error(backend.error());
   if (o.resume.empty()) {
     opts.backend = *backend;
-    opts.threads = threads_for(opts.backend, o.threads);
+    opts.limits.threads = threads_for(opts.backend, o.limits.threads);
   }
-  if (opts.no_sandbox)
+  if (opts.limits.no_sandbox)
     fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
 
   // The model: builtin, or an endpoint from the registry (its key found now, before any work).
@@ -401,14 +394,7 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
   cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
   cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");
-  cmd->add_option("--trials", o->trials, "Correctness trials per candidate (default 5)");
-  cmd->add_option("--timeout", o->timeout, "Limit in seconds per candidate step (default 300)");
-  cmd->add_option("--timing-budget", o->timing_budget,
-                  "Seconds of timing per candidate before stopping short of the target precision "
-                  "(default 4)");
-  cmd->add_option("--threads", o->threads, "CPU threads for reference and candidate");
-  cmd->add_flag("--no-sandbox", o->no_sandbox,
-                "Run candidates without the sandbox (dangerous; see docs/evaluation.md)");
+  add_limit_options(cmd, o->limits);
   cmd->add_option("--db", g.db, "Store database");
   cmd->callback([&g, &action, o] { action = [&g, o] { return run_optimize(g, *o); }; });
 }

@@ -44,9 +44,8 @@ struct SweepCliOptions {
   std::vector<std::string> slurm_args;
   std::string python;
   long long seed = 1;
-  int trials = 5;
-  double timeout = 300, timing_budget = 4;
-  bool no_sandbox = false, json = false;
+  eval::Limits limits;
+  bool json = false;
 };
 
 std::string duration(double s) {
@@ -106,7 +105,7 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
   if (c.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
-  if (c.trials < 1) return report_error({ErrorKind::kUsage, "--trials must be at least 1"});
+  if (auto r = check_limits(c.limits); !r) return report_error(r.error());
   if (c.jobs < 0) return report_error({ErrorKind::kUsage, "--jobs must be positive"});
   if (c.jobs > 0 && !c.gpus.empty())
     return report_error(
@@ -145,10 +144,7 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   if (c.budget_usd > 0) o.budget_usd = c.budget_usd;
   o.python = c.python;
   o.seed = static_cast<uint64_t>(c.seed);
-  o.trials = c.trials;
-  o.timeout_s = c.timeout;
-  o.timing_budget_s = c.timing_budget;
-  o.no_sandbox = c.no_sandbox;
+  o.limits = c.limits;
   o.output = std::filesystem::absolute(
       !c.output.empty() ? std::filesystem::path(c.output)
                         : std::filesystem::path("results") /
@@ -179,7 +175,7 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
 
   auto tasks = sweep::plan(o);
   if (!tasks) return report_error(tasks.error());
-  if (o.no_sandbox)
+  if (o.limits.no_sandbox)
     fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
   fmt::print(stderr, "sweep  level {}, {} problems, backend {}, model {}, executor {} -> {}\n",
              o.level, tasks->size(), o.backend, o.model, o.executor, o.output.string());
@@ -223,7 +219,7 @@ struct BaselineCliOptions {
   std::string kernelbench_dir;
   std::string backend;
   std::string python;
-  double timing_budget = 4;
+  double timing_budget = eval::Limits{}.timing_budget_s;
   int threads = 0;
   std::string cuda_graph = "auto";
   std::string rested = "auto";
@@ -326,12 +322,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
       ->allow_extra_args(false);
   cmd->add_option("--python", o->python, "Python interpreter with torch for the workers");
   cmd->add_option("--seed", o->seed, "Seed; each problem's is derived from it (default 1)");
-  cmd->add_option("--trials", o->trials, "Correctness trials per candidate (default 5)");
-  cmd->add_option("--timeout", o->timeout, "Limit in seconds per candidate step (default 300)");
-  cmd->add_option("--timing-budget", o->timing_budget,
-                  "Seconds of timing per candidate (default 4)");
-  cmd->add_flag("--no-sandbox", o->no_sandbox,
-                "Run candidates without the sandbox (dangerous; see docs/evaluation.md)");
+  add_limit_options(cmd, o->limits);
   cmd->add_flag("--json", o->json, "Print one JSON summary (with the score) as the last line");
   cmd->add_option("--db", g.db, "Store database");
   cmd->callback([&g, &action, o] { action = [&g, o] { return run_sweep(g, *o); }; });

@@ -11,13 +11,13 @@ using nlohmann::json;
 json to_json(const EvalRequest& r) {
   json j = {{"op", "evaluate"},         {"reference", r.reference},
             {"candidate", r.candidate}, {"backend", r.backend},
-            {"trials", r.trials},       {"timeout_s", r.timeout_s},
-            {"overrides", r.overrides}, {"timing_budget_s", r.timing_budget_s},
-            {"threads", r.threads},     {"strict", r.strict}};
+            {"trials", r.limits.trials},       {"timeout_s", r.limits.timeout_s},
+            {"overrides", r.overrides}, {"timing_budget_s", r.limits.timing_budget_s},
+            {"threads", r.limits.threads},     {"strict", r.strict}};
   if (r.device) j["device"] = *r.device;
   if (r.seed) j["seed"] = *r.seed;
   if (!r.cache_dir.empty()) j["cache_dir"] = r.cache_dir;
-  if (r.no_sandbox) j["no_sandbox"] = true;
+  if (r.limits.no_sandbox) j["no_sandbox"] = true;
   if (r.cuda_graph != "auto") j["cuda_graph"] = r.cuda_graph;
   if (r.rested != "auto") j["rested"] = r.rested;
   if (r.compile_baseline) j["compile_baseline"] = true;
@@ -31,7 +31,7 @@ util::Result<json> evaluate(Worker& worker, const EvalRequest& request,
   // Each candidate step is bounded by timeout_s inside the worker; the worker itself gets room
   // for the compile, every trial, timing and the reference's own runs.
   auto limit = std::chrono::seconds(static_cast<long long>(
-      request.timeout_s * (request.trials + 6) + request.timing_budget_s * 3 + 600));
+      request.limits.timeout_s * (request.limits.trials + 6) + request.limits.timing_budget_s * 3 + 600));
   auto r = worker.call(to_json(request), limit, cancel);
   if (!r) return r;
   (*r)["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "eval/limits.hpp"
 #include "eval/worker.hpp"
 
 namespace ok::eval {
@@ -18,15 +19,11 @@ struct EvalRequest {
   std::string candidate;
   std::string backend = "cpu";
   std::optional<std::string> device;
-  int trials = 5;
+  Limits limits;  // no_sandbox is sent only when true
   std::optional<long long> seed;
-  double timeout_s = 300;
   std::map<std::string, std::string> overrides;
-  double timing_budget_s = 4;
-  int threads = 0;
   bool strict = false;
   std::string cache_dir;
-  bool no_sandbox = false;          // run the candidate without bwrap (sent only when true)
   std::string cuda_graph = "auto";  // CUDA-graph timing: auto, on, off (sent unless auto)
   std::string rested = "auto";      // rested timing (idle gap per call): auto, on, off (ditto)
   bool compile_baseline = false;    // also time torch.compile(reference) (sent only when true)

@@ -272,13 +272,9 @@ void Loop::send_to_device(Flight& f) {
   req.reference = options_.reference;
   req.candidate = a.path;
   req.backend = options_.backend;
-  req.trials = options_.trials;
-  req.timeout_s = options_.timeout_s;
+  req.limits = options_.limits;
   req.overrides = options_.overrides;
-  req.threads = options_.threads;
-  req.timing_budget_s = options_.timing_budget_s;
   req.cache_dir = deps_.cache_dir;
-  req.no_sandbox = options_.no_sandbox;
   req.spare = true;  // the session's next evaluation starts without waiting for a process
   // The torch.compile baseline once per session, on the GPU (docs/optimize.md).
   if (options_.compile_baseline && options_.backend != "cpu" && !outcome_.compile_runtime_us &&
@@ -427,10 +423,10 @@ void Loop::start_prebuilds() {
   if (deps_.prebuild_slots <= 0 || !deps_.start_build_worker) return;
   const Options& o = options_;
   json req = {{"reference", o.reference}, {"backend", o.backend},
-              {"overrides", o.overrides}, {"trials", o.trials},
-              {"timeout_s", o.timeout_s}, {"timing_budget_s", o.timing_budget_s},
-              {"threads", o.threads},     {"cache_dir", deps_.cache_dir}};
-  if (o.no_sandbox) req["no_sandbox"] = true;
+              {"overrides", o.overrides}, {"trials", o.limits.trials},
+              {"timeout_s", o.limits.timeout_s}, {"timing_budget_s", o.limits.timing_budget_s},
+              {"threads", o.limits.threads},     {"cache_dir", deps_.cache_dir}};
+  if (o.limits.no_sandbox) req["no_sandbox"] = true;
   // The evaluation device's architecture, as the main worker sets TORCH_CUDA_ARCH_LIST.
   const json& device = problem_.device;
   if (o.backend != "cpu" && device.is_object() && device.contains("compute_capability") &&
@@ -438,7 +434,7 @@ void Loop::start_prebuilds() {
     req["cuda_arch"] = device["compute_capability"];
   prebuilder_ =
       std::make_unique<PreBuilder>(deps_.start_build_worker, std::move(req), deps_.prebuild_slots,
-                                   o.timeout_s, [this](const std::string& text) {
+                                   o.limits.timeout_s, [this](const std::string& text) {
                                      std::lock_guard lock(prebuild_warnings_mutex_);
                                      prebuild_warnings_.push_back(text);
                                    });

@@ -25,11 +25,11 @@ json Options::to_json() const {
             {"iterations", iterations},
             {"out_dir", out_dir.string()},
             {"seed", seed},
-            {"threads", threads},
-            {"timeout_s", timeout_s},
-            {"trials", trials},
-            {"timing_budget_s", timing_budget_s},
-            {"no_sandbox", no_sandbox},
+            {"threads", limits.threads},
+            {"timeout_s", limits.timeout_s},
+            {"trials", limits.trials},
+            {"timing_budget_s", limits.timing_budget_s},
+            {"no_sandbox", limits.no_sandbox},
             {"search", search},
             {"in_flight", in_flight},
             {"strategy", strategy},
@@ -60,11 +60,12 @@ Options Options::from_json(const json& j) {
     o.budget_usd = j["budget_usd"].get<double>();
   o.out_dir = j.value("out_dir", "");
   o.seed = j.value("seed", uint64_t{0});
-  o.threads = j.value("threads", 0);
-  o.timeout_s = j.value("timeout_s", 300.0);
-  o.trials = j.value("trials", 5);
-  o.timing_budget_s = j.value("timing_budget_s", 4.0);
-  o.no_sandbox = j.value("no_sandbox", false);
+  const eval::Limits defaults;
+  o.limits.threads = j.value("threads", defaults.threads);
+  o.limits.timeout_s = j.value("timeout_s", defaults.timeout_s);
+  o.limits.trials = j.value("trials", defaults.trials);
+  o.limits.timing_budget_s = j.value("timing_budget_s", defaults.timing_budget_s);
+  o.limits.no_sandbox = j.value("no_sandbox", defaults.no_sandbox);
   // Sessions from before the search engine ran the plain loop: they resume as `prior`.
   o.search = j.value("search", std::string("prior"));
   o.in_flight = j.value("in_flight", 1);

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/limits.hpp"
 #include "eval/worker.hpp"
 #include "llm/accounting.hpp"
 #include "optimize/agents.hpp"
@@ -52,11 +53,7 @@ struct Options {
   std::optional<double> budget_usd;
   std::filesystem::path out_dir;  // the session's own folder
   uint64_t seed = 0;
-  int threads = 0;
-  double timeout_s = 300;
-  int trials = 5;
-  double timing_budget_s = 4;
-  bool no_sandbox = false;
+  eval::Limits limits;  // stored flat: trials, timeout_s, timing_budget_s, threads, no_sandbox
   std::string search = "engine";  // engine, best-of-n, prior (search/world_model.hpp)
   int in_flight = 0;              // generations in flight; 0: the mode's default
   std::optional<double> budget_wall_s, budget_device_s;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/limits.hpp"
 #include "eval/worker.hpp"
 #include "problems/kernelbench.hpp"
 #include "store/store.hpp"
@@ -22,7 +23,7 @@ namespace ok::sweep {
 
 struct BaselineOptions {
   std::string backend;  // cpu, triton or cuda (resolved)
-  double timing_budget_s = 4;
+  double timing_budget_s = eval::Limits{}.timing_budget_s;
   int threads = 0;  // resolved: 0 is torch's default
   std::string cuda_graph = "auto", rested = "auto";
   bool compile = true;  // also time torch.compile

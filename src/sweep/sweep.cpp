@@ -170,11 +170,12 @@ std::vector<std::string> task_command(const Options& o, const Task& t, bool resu
     add("--out", t.dir.string());
     // Each problem its own seed, reproducible from the sweep's.
     add("--seed", std::to_string(o.seed + static_cast<uint64_t>(t.level) * 1000 + t.number));
-    add("--trials", std::to_string(o.trials));
-    add("--timeout", fmt::format("{}", o.timeout_s));
-    add("--timing-budget", fmt::format("{}", o.timing_budget_s));
+    add("--trials", std::to_string(o.limits.trials));
+    add("--timeout", fmt::format("{}", o.limits.timeout_s));
+    add("--timing-budget", fmt::format("{}", o.limits.timing_budget_s));
+    if (o.limits.threads > 0) add("--threads", std::to_string(o.limits.threads));
     if (!o.base_url.empty()) add("--base-url", o.base_url);
-    if (o.no_sandbox) a.push_back("--no-sandbox");
+    if (o.limits.no_sandbox) a.push_back("--no-sandbox");
   }
   if (o.budget_usd) add("--budget-usd", fmt::format("{}", *o.budget_usd));
   if (!o.python.empty()) add("--python", o.python);

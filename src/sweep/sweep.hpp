@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "eval/limits.hpp"
 #include "score/tsv.hpp"
 #include "util/error.hpp"
 
@@ -52,10 +53,7 @@ struct Options {
   std::filesystem::path db;      // the sweep's store
   std::string python;
   uint64_t seed = 1;
-  int trials = 5;
-  double timeout_s = 300;
-  double timing_budget_s = 4;
-  bool no_sandbox = false;
+  eval::Limits limits;
 };
 
 // The work folder of a results file: results/X.tsv -> results/X.

@@ -130,6 +130,7 @@ def test_unknown_model_and_missing_reference_are_usage_errors(tmp_path: Path) ->
 @pytest.mark.parametrize("args, says", [
     (["--iterations", "-1"], "--iterations"),
     (["--trials", "0"], "--trials"),
+    (["--timeout", "0"], "--timeout must be positive"),
     (["--budget-usd", "-2"], "--budget-usd"),
     (["--mode", "slow"], "--mode"),
     (["--backend", "cuda"], "needs an NVIDIA GPU"),

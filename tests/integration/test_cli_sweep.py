@@ -245,6 +245,11 @@ def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
         p, _ = sweep(tmp_path, "--output", "r/bad.tsv", *args)
         assert p.returncode == 2, (args, p.returncode, p.stderr)
         assert needle in p.stderr, (args, p.stderr)
+    # (without QUICK, which gives --timeout already)
+    p = openkernel(tmp_path, "sweep", "--level", "1", "--kernelbench-dir", str(BENCH),
+                   "--backend", "cpu", "--model", "builtin", "--timeout", "-5",
+                   "--output", str(tmp_path / "r/bad.tsv"))
+    assert p.returncode == 2 and "--timeout must be positive" in p.stderr, p.stderr
     p = openkernel(tmp_path, "sweep", "--level", "1", "--kernelbench-dir", str(tmp_path / "nope"),
                    "--backend", "cpu", "--model", "builtin")
     assert p.returncode == 2 and "nope" in p.stderr, p.stderr
