@@ -94,6 +94,10 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
     dup2(in_pipe[0], 0);
     dup2(out_file >= 0 ? out_file : out_pipe[1], 1);
     dup2(err_file >= 0 ? err_file : err_pipe[1], 2);
+    // Only stdio and `inherit` cross exec, also descriptors this process itself inherited without
+    // CLOEXEC (an optimize child of a sweep holds the sweep's lock that way: its own workers
+    // must not keep holding it after it exits). Best effort where close_range is missing.
+    (void)close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     for (int fd : inherit) fcntl(fd, F_SETFD, 0);  // on the child's copy only
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     execvpe(argv[0], argv.data(), envp.data());

@@ -27,7 +27,9 @@ struct SpawnOptions {
   std::optional<std::filesystem::path> stdout_file;  // else stdout is a pipe (read_line)
   // Sent to the child when the thread that spawned it exits (0: none; Linux PR_SET_PDEATHSIG).
   int parent_death_signal = 0;
-  std::vector<int> inherit_fds;  // descriptors the child keeps across exec (others are CLOEXEC)
+  // Descriptors the child keeps across exec; every other one but stdio is closed on exec, also one
+  // this process inherited without CLOEXEC.
+  std::vector<int> inherit_fds;
 };
 
 struct ExitStatus {

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -292,6 +293,28 @@ TEST(Subprocess, WriteAfterChildExitFailsWithoutSigpipe) {
   std::string big(1 << 20, 'x');
   auto w = p.write_all(big);
   EXPECT_FALSE(w.has_value());
+}
+
+// A descriptor without CLOEXEC (as one this process inherited from its own parent) reaches a child
+// only when the spawn names it.
+TEST(Subprocess, OnlyNamedDescriptorsCrossExec) {
+  const int fd = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC
+  ASSERT_GE(fd, 3);
+  const std::string probe =
+      "test -e /proc/self/fd/" + std::to_string(fd) + " && echo open || echo closed";
+  auto child_sees = [&](std::vector<int> inherit) {
+    SpawnOptions so;
+    so.argv = {"/bin/sh", "-c", probe};
+    so.inherit_fds = std::move(inherit);
+    auto p = Subprocess::spawn(so);
+    EXPECT_TRUE(p.has_value());
+    auto line = p->read_line(std::chrono::steady_clock::now() + 5s);
+    p->wait();
+    return line ? *line : std::string("(nothing)");
+  };
+  EXPECT_EQ(child_sees({}), "closed");
+  EXPECT_EQ(child_sees({fd}), "open");
+  ::close(fd);
 }
 
 TEST(RunCapture, ReturnsOutputAndStatus) {
