@@ -139,38 +139,26 @@ class AnthropicProvider final : public Provider {
 
   std::expected<Response, AttemptError> send_whole(const Request& req, const HttpRequest& http,
                                                    StreamSink* sink) {
-    const HttpResponse res = http_post(http, nullptr);
-    const auto reply = wire::whole_reply(
-        res, http, ep_, [](const json& j) { return j.value("type", "") == "error"; });
-    if (!reply) return std::unexpected(reply.error());
-    const json& j = *reply;
-    Response r;
-    try {
-      bool tool = false;
-      std::string tool_json;
-      for (const json& block : j.at("content")) {
-        const std::string type = block.value("type", "");
-        if (type == "text") r.text += block.value("text", "");
-        if (type == "tool_use" && block.contains("input")) {
-          tool = true;
-          tool_json = block["input"].dump();
-        }
-      }
-      if (tool && req.json_schema) r.text = tool_json;
-      if (j.contains("stop_reason") && j["stop_reason"].is_string())
-        r.stop_reason = stop_reason(j["stop_reason"].get<std::string>());
-      r.model = j.value("model", ep_.model_id);
-      r.id = j.value("id", "");
-      std::optional<Usage> usage;
-      if (j.contains("usage") && j["usage"].is_object()) read_usage(j["usage"], usage.emplace());
-      wire::set_usage(r, req, usage);
-    } catch (const json::exception&) {
-      return std::unexpected(
-          wire::protocol_error(ep_, fmt::format("the reply from {} has no content blocks: {}",
-                                                ep_.provider.name, res.body.substr(0, 120))));
-    }
-    wire::finish_whole(r, res, sink);
-    return r;
+    return wire::whole_response(
+        http_post(http, nullptr), http, ep_, req, sink,
+        [](const json& j) { return j.value("type", "") == "error"; }, "content blocks",
+        [&req](const json& j, Response& r, std::optional<Usage>& usage) {
+          bool tool = false;
+          std::string tool_json;
+          for (const json& block : j.at("content")) {
+            const std::string type = block.value("type", "");
+            if (type == "text") r.text += block.value("text", "");
+            if (type == "tool_use" && block.contains("input")) {
+              tool = true;
+              tool_json = block["input"].dump();
+            }
+          }
+          if (tool && req.json_schema) r.text = tool_json;
+          if (j.contains("stop_reason") && j["stop_reason"].is_string())
+            r.stop_reason = stop_reason(j["stop_reason"].get<std::string>());
+          if (j.contains("usage") && j["usage"].is_object())
+            read_usage(j["usage"], usage.emplace());
+        });
   }
 
   std::expected<Response, AttemptError> send_stream(const Request& req, const HttpRequest& http,
@@ -180,15 +168,9 @@ class AnthropicProvider final : public Provider {
     if (auto e = wire::stream_error(res, http, ep_, reader.error, reader.error_retryable,
                                     reader.stopped, "message_stop"))
       return std::unexpected(std::move(*e));
-    Response r;
-    r.text =
+    std::string text =
         reader.tool_used && req.json_schema ? std::move(reader.tool_json) : std::move(reader.text);
-    r.stop_reason = stop_reason(reader.stop);
-    r.model = reader.model.empty() ? ep_.model_id : reader.model;
-    r.id = reader.id;
-    wire::set_usage(r, req, reader.usage);
-    r.ttft_ms = reader.ttft_ms;
-    return r;
+    return reader.response(std::move(text), stop_reason(reader.stop), req, ep_.model_id);
   }
 
   Endpoint ep_;

@@ -111,32 +111,20 @@ class OpenAIProvider final : public Provider {
 
   std::expected<Response, AttemptError> send_whole(const Request& req, const HttpRequest& http,
                                                    StreamSink* sink) {
-    const HttpResponse res = http_post(http, nullptr);
-    const auto reply =
-        wire::whole_reply(res, http, ep_, [](const json& j) { return j.contains("error"); });
-    if (!reply) return std::unexpected(reply.error());
-    const json& j = *reply;
-    Response r;
-    try {
-      const json& choice = j.at("choices").at(0);
-      const json& msg = choice.at("message");
-      if (msg.contains("content") && msg["content"].is_string())
-        r.text = msg["content"].get<std::string>();
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
-        r.stop_reason = stop_reason(choice["finish_reason"].get<std::string>());
-      if (msg.contains("refusal") && msg["refusal"].is_string()) r.stop_reason = "refusal";
-      r.model = j.value("model", ep_.model_id);
-      r.id = j.value("id", "");
-      std::optional<Usage> usage;
-      if (j.contains("usage") && j["usage"].is_object()) read_usage(j["usage"], usage.emplace());
-      wire::set_usage(r, req, usage);
-    } catch (const json::exception&) {
-      return std::unexpected(
-          wire::protocol_error(ep_, fmt::format("the reply from {} has no choices[0].message: {}",
-                                                ep_.provider.name, res.body.substr(0, 120))));
-    }
-    wire::finish_whole(r, res, sink);
-    return r;
+    return wire::whole_response(
+        http_post(http, nullptr), http, ep_, req, sink,
+        [](const json& j) { return j.contains("error"); }, "choices[0].message",
+        [](const json& j, Response& r, std::optional<Usage>& usage) {
+          const json& choice = j.at("choices").at(0);
+          const json& msg = choice.at("message");
+          if (msg.contains("content") && msg["content"].is_string())
+            r.text = msg["content"].get<std::string>();
+          if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+            r.stop_reason = stop_reason(choice["finish_reason"].get<std::string>());
+          if (msg.contains("refusal") && msg["refusal"].is_string()) r.stop_reason = "refusal";
+          if (j.contains("usage") && j["usage"].is_object())
+            read_usage(j["usage"], usage.emplace());
+        });
   }
 
   std::expected<Response, AttemptError> send_stream(const Request& req, const HttpRequest& http,
@@ -146,14 +134,7 @@ class OpenAIProvider final : public Provider {
     if (auto e = wire::stream_error(res, http, ep_, reader.error, reader.error_retryable,
                                     reader.done || !reader.finish.empty(), "its end marker"))
       return std::unexpected(std::move(*e));
-    Response r;
-    r.text = std::move(reader.text);
-    r.stop_reason = stop_reason(reader.finish);
-    r.model = reader.model.empty() ? ep_.model_id : reader.model;
-    r.id = reader.id;
-    wire::set_usage(r, req, reader.usage);
-    r.ttft_ms = reader.ttft_ms;
-    return r;
+    return reader.response(std::move(reader.text), stop_reason(reader.finish), req, ep_.model_id);
   }
 
   Endpoint ep_;

@@ -202,13 +202,16 @@ int64_t max_output_tokens(const Request& req, const Endpoint& ep) {
   return req.max_tokens;
 }
 
-std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
-                                                        const HttpRequest& http, const Endpoint& ep,
-                                                        bool (*is_error)(const nlohmann::json&)) {
+std::expected<Response, AttemptError> whole_response(const HttpResponse& res,
+                                                     const HttpRequest& http, const Endpoint& ep,
+                                                     const Request& req, StreamSink* sink,
+                                                     bool (*is_error)(const nlohmann::json&),
+                                                     std::string_view shape,
+                                                     const ReadReply& read) {
   if (res.transport != Transport::kOk)
     return std::unexpected(transport_error(res, ep, http.timeouts));
   if (!is_success(res.status)) return std::unexpected(status_error(res, ep));
-  nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
+  const nlohmann::json j = nlohmann::json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return std::unexpected(
         protocol_error(ep, fmt::format("malformed JSON in the reply from {}: {}", ep.provider.name,
@@ -217,7 +220,21 @@ std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
     return std::unexpected(protocol_error(
         ep,
         fmt::format("{} returned an error: {}", ep.provider.name, api_error_message(res.body))));
-  return j;
+  Response r;
+  try {
+    std::optional<Usage> usage;
+    read(j, r, usage);
+    r.model = j.value("model", ep.model_id);
+    r.id = j.value("id", "");
+    set_usage(r, req, usage);
+  } catch (const nlohmann::json::exception&) {
+    return std::unexpected(
+        protocol_error(ep, fmt::format("the reply from {} has no {}: {}", ep.provider.name, shape,
+                                       res.body.substr(0, 120))));
+  }
+  r.ttft_ms = res.first_byte_ms >= 0 ? std::optional<double>(res.first_byte_ms) : std::nullopt;
+  if (sink && !r.text.empty()) sink->on_delta(r.text);
+  return r;
 }
 
 std::optional<AttemptError> stream_error(const HttpResponse& res, const HttpRequest& http,
@@ -243,11 +260,6 @@ void set_usage(Response& r, const Request& req, const std::optional<Usage>& repo
   r.usage.input_tokens = estimate_input_tokens(req);
   r.usage.output_tokens = estimate_tokens(r.text);
   r.usage.estimated = true;
-}
-
-void finish_whole(Response& r, const HttpResponse& res, StreamSink* sink) {
-  r.ttft_ms = res.first_byte_ms >= 0 ? std::optional<double>(res.first_byte_ms) : std::nullopt;
-  if (sink && !r.text.empty()) sink->on_delta(r.text);
 }
 
 }  // namespace wire

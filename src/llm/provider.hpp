@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <expected>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -68,12 +69,21 @@ HttpRequest post(std::string url, std::vector<std::string> headers, std::string 
                  const Request& req, const AttemptOptions& opts);
 // The output-token limit to ask for: the request's, capped by the model's own when known.
 int64_t max_output_tokens(const Request& req, const Endpoint& ep);
-// A whole (non-streamed) reply as a JSON object, or the error it amounts to, in this order: the
-// transport failed, the status is not 2xx, the body is no JSON object, or `is_error` says the
-// object is the API's error reply.
-std::expected<nlohmann::json, AttemptError> whole_reply(const HttpResponse& res,
-                                                        const HttpRequest& http, const Endpoint& ep,
-                                                        bool (*is_error)(const nlohmann::json&));
+// What an API reads from a whole reply's JSON: the text and stop reason into the Response, the
+// usage when the reply reports it. May throw nlohmann::json::exception for a reply without the
+// fields it needs.
+using ReadReply =
+    std::function<void(const nlohmann::json& reply, Response& r, std::optional<Usage>& usage)>;
+// A whole (non-streamed) reply as a Response, or the error it amounts to, in this order: the
+// transport failed, the status is not 2xx, the body is no JSON object, `is_error` says it is the
+// API's error reply, or `read` found no `shape` in it (e.g. "content blocks"). Sets the model and
+// id (from the reply, else the endpoint's), the usage (else estimated), the time to the first byte,
+// and passes the text to the sink.
+std::expected<Response, AttemptError> whole_response(const HttpResponse& res,
+                                                     const HttpRequest& http, const Endpoint& ep,
+                                                     const Request& req, StreamSink* sink,
+                                                     bool (*is_error)(const nlohmann::json&),
+                                                     std::string_view shape, const ReadReply& read);
 // The error a finished stream amounts to, if any, in this order: the reader stopped it
 // (`reader_error`, retryable or not), the status is not 2xx, the transport failed, or the stream
 // ended before `end_marker` was seen (`complete` false: truncated).
@@ -84,8 +94,6 @@ std::optional<AttemptError> stream_error(const HttpResponse& res, const HttpRequ
                                          std::string_view end_marker);
 // The usage the reply reported, else one estimated from the request and the reply's text.
 void set_usage(Response& r, const Request& req, const std::optional<Usage>& reported);
-// What every whole reply ends with: the time to its first byte, and its text to the sink.
-void finish_whole(Response& r, const HttpResponse& res, StreamSink* sink);
 
 }  // namespace wire
 

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "llm/provider.hpp"
+
 namespace ok::llm {
 
 StreamReader::StreamReader(StreamSink* sink) : sink_(sink), start_(Clock::now()) {}
@@ -29,6 +31,18 @@ std::optional<nlohmann::json> StreamReader::parse(const SseEvent& e) {
 
 void StreamReader::mark_token() {
   if (!ttft_ms) ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+}
+
+Response StreamReader::response(std::string reply_text, std::string stop_reason, const Request& req,
+                                const std::string& default_model) const {
+  Response r;
+  r.text = std::move(reply_text);
+  r.stop_reason = std::move(stop_reason);
+  r.model = model.empty() ? default_model : model;
+  r.id = id;
+  wire::set_usage(r, req, usage);
+  r.ttft_ms = ttft_ms;
+  return r;
 }
 
 void StreamReader::deliver(std::string& into, const std::string& piece) {

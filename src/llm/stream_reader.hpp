@@ -34,6 +34,11 @@ class StreamReader : public HttpReader {
   std::optional<Usage> usage;        // as the stream reports it (none: estimate it)
   std::optional<double> ttft_ms;     // from the reader's creation to the first token
 
+  // The Response of a complete stream: `reply_text` (the text, or a tool's input), the API's
+  // stop reason mapped, and what the stream named (else the endpoint's model, estimated usage).
+  Response response(std::string reply_text, std::string stop_reason, const Request& req,
+                    const std::string& default_model) const;
+
  protected:
   // Decodes one event; false stops the transfer (set `error` first).
   virtual bool handle(const SseEvent& e) = 0;
