@@ -24,6 +24,19 @@ Statement& Statement::bind(int idx, double v) {
 Statement& Statement::bind(int idx, std::optional<double> v) {
   return v ? bind(idx, *v) : bind_null(idx);
 }
+Statement& Statement::bind_or_null(int idx, const std::optional<int64_t>& v) {
+  return v ? bind(idx, *v) : bind_null(idx);
+}
+Statement& Statement::bind_or_null(int idx, const std::optional<std::string>& v) {
+  return v ? bind(idx, std::string_view(*v)) : bind_null(idx);
+}
+Statement& Statement::bind_text_or_null(int idx, std::string_view v) {
+  return v.empty() ? bind_null(idx) : bind(idx, v);
+}
+util::Result<int64_t> Statement::step_int() {
+  if (auto r = step(); !r) return std::unexpected(r.error());
+  return col_int(0);
+}
 Statement& Statement::bind_null(int idx) {
   sqlite3_bind_null(stmt_, idx);
   return *this;

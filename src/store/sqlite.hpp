@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -28,9 +30,34 @@ class Statement {
   Statement& bind(int idx, double v);
   Statement& bind(int idx, std::optional<double> v);
   Statement& bind_null(int idx);
+  // NULL when absent (or, for text, empty).
+  Statement& bind_or_null(int idx, const std::optional<int64_t>& v);
+  Statement& bind_or_null(int idx, const std::optional<std::string>& v);
+  Statement& bind_text_or_null(int idx, std::string_view v);
   // True while a row is available; error on failure.
   util::Result<bool> step();
   util::Result<void> run();  // step to completion
+  // One step, then the first column as an integer (an id from RETURNING, a COUNT).
+  util::Result<int64_t> step_int();
+  // Every row, each made by `read(*this)` while the statement stands on it.
+  template <class Read>
+  auto rows(Read read) -> util::Result<std::vector<decltype(read(*this))>> {
+    std::vector<decltype(read(*this))> out;
+    for (;;) {
+      auto r = step();
+      if (!r) return std::unexpected(r.error());
+      if (!*r) return out;
+      out.push_back(read(*this));
+    }
+  }
+  // The first row made by `read(*this)`, or nullopt when there is none.
+  template <class Read>
+  auto first_row(Read read) -> util::Result<std::optional<decltype(read(*this))>> {
+    auto r = step();
+    if (!r) return std::unexpected(r.error());
+    if (!*r) return std::optional<decltype(read(*this))>();
+    return std::optional(read(*this));
+  }
 
   int64_t col_int(int i) const;
   double col_double(int i) const;

@@ -36,12 +36,10 @@ util::Result<int64_t> Store::upsert_problem(const ProblemRow& p) {
       "RETURNING id");
   if (!st) return std::unexpected(st.error());
   st->bind(1, p.source_hash).bind(2, p.name).bind(3, p.path);
-  p.level ? st->bind(4, int64_t{*p.level}) : st->bind_null(4);
-  p.problem_number ? st->bind(5, int64_t{*p.problem_number}) : st->bind_null(5);
+  st->bind_or_null(4, p.level);
+  st->bind_or_null(5, p.problem_number);
   st->bind(6, p.source);
-  auto r = st->step();
-  if (!r) return std::unexpected(r.error());
-  return st->col_int(0);
+  return st->step_int();
 }
 
 util::Result<int64_t> Store::upsert_candidate(const CandidateRow& c) {
@@ -50,9 +48,7 @@ util::Result<int64_t> Store::upsert_candidate(const CandidateRow& c) {
       "ON CONFLICT(source_hash) DO UPDATE SET path=excluded.path RETURNING id");
   if (!st) return std::unexpected(st.error());
   st->bind(1, c.source_hash).bind(2, c.source).bind(3, c.path);
-  auto r = st->step();
-  if (!r) return std::unexpected(r.error());
-  return st->col_int(0);
+  return st->step_int();
 }
 
 util::Result<int64_t> Store::insert_evaluation(const EvaluationRow& e) {
@@ -63,7 +59,7 @@ util::Result<int64_t> Store::insert_evaluation(const EvaluationRow& e) {
       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)");
   if (!st) return std::unexpected(st.error());
   st->bind(1, e.problem_id).bind(2, e.candidate_id);
-  e.session ? st->bind(3, *e.session) : st->bind_null(3);
+  st->bind_or_null(3, e.session);
   st->bind(4, e.verdict)
       .bind(5, int64_t{e.compiled})
       .bind(6, int64_t{e.correct})
@@ -88,15 +84,10 @@ util::Result<int64_t> Store::insert_evaluation(const EvaluationRow& e) {
 util::Result<int64_t> Store::count_evaluations() {
   auto st = db_.prepare("SELECT COUNT(*) FROM evaluations");
   if (!st) return std::unexpected(st.error());
-  if (auto r = st->step(); !r) return std::unexpected(r.error());
-  return st->col_int(0);
+  return st->step_int();
 }
 
 namespace {
-
-void bind_opt(Statement& st, int idx, const std::optional<int64_t>& v) {
-  v ? st.bind(idx, *v) : st.bind_null(idx);
-}
 
 std::optional<int64_t> opt_int(const Statement& st, int i) {
   return st.col_null(i) ? std::nullopt : std::optional<int64_t>(st.col_int(i));
@@ -115,10 +106,10 @@ util::Result<void> Store::insert_session(const SessionRow& s) {
       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
   if (!st) return std::unexpected(st.error());
   st->bind(1, s.id);
-  bind_opt(*st, 2, s.problem_id);
+  st->bind_or_null(2, s.problem_id);
   st->bind(3, s.reference).bind(4, s.name).bind(5, s.backend).bind(6, s.model).bind(7, s.mode);
   st->bind(8, s.status).bind(9, s.options_json).bind(10, s.out_dir);
-  bind_opt(*st, 11, s.best_attempt);
+  st->bind_or_null(11, s.best_attempt);
   st->bind(12, s.best_speedup).bind(13, s.compile_runtime_us).bind(14, s.cost_usd);
   return st->run();
 }
@@ -129,7 +120,7 @@ util::Result<void> Store::update_session(const SessionRow& s) {
       "cost_usd=?6, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?1");
   if (!st) return std::unexpected(st.error());
   st->bind(1, s.id).bind(2, s.status);
-  bind_opt(*st, 3, s.best_attempt);
+  st->bind_or_null(3, s.best_attempt);
   st->bind(4, s.best_speedup).bind(5, s.compile_runtime_us).bind(6, s.cost_usd);
   return st->run();
 }
@@ -140,25 +131,24 @@ util::Result<std::optional<SessionRow>> Store::find_session(const std::string& i
       "best_attempt, best_speedup, compile_runtime_us, cost_usd FROM sessions WHERE id=?1");
   if (!st) return std::unexpected(st.error());
   st->bind(1, id);
-  auto r = st->step();
-  if (!r) return std::unexpected(r.error());
-  if (!*r) return std::optional<SessionRow>{};
-  SessionRow s;
-  s.id = st->col_text(0);
-  s.problem_id = opt_int(*st, 1);
-  s.reference = st->col_text(2);
-  s.name = st->col_text(3);
-  s.backend = st->col_text(4);
-  s.model = st->col_text(5);
-  s.mode = st->col_text(6);
-  s.status = st->col_text(7);
-  s.options_json = st->col_text(8);
-  s.out_dir = st->col_text(9);
-  s.best_attempt = opt_int(*st, 10);
-  s.best_speedup = opt_double(*st, 11);
-  s.compile_runtime_us = opt_double(*st, 12);
-  s.cost_usd = st->col_double(13);
-  return std::optional<SessionRow>(std::move(s));
+  return st->first_row([](const Statement& row) {
+    SessionRow s;
+    s.id = row.col_text(0);
+    s.problem_id = opt_int(row, 1);
+    s.reference = row.col_text(2);
+    s.name = row.col_text(3);
+    s.backend = row.col_text(4);
+    s.model = row.col_text(5);
+    s.mode = row.col_text(6);
+    s.status = row.col_text(7);
+    s.options_json = row.col_text(8);
+    s.out_dir = row.col_text(9);
+    s.best_attempt = opt_int(row, 10);
+    s.best_speedup = opt_double(row, 11);
+    s.compile_runtime_us = opt_double(row, 12);
+    s.cost_usd = row.col_double(13);
+    return s;
+  });
 }
 
 util::Result<int64_t> Store::insert_attempt(const AttemptRow& a) {
@@ -168,12 +158,12 @@ util::Result<int64_t> Store::insert_attempt(const AttemptRow& a) {
       "wall_s) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)");
   if (!st) return std::unexpected(st.error());
   st->bind(1, a.session).bind(2, int64_t{a.number}).bind(3, a.generator);
-  bind_opt(*st, 4, a.candidate_id);
-  bind_opt(*st, 5, a.evaluation_id);
+  st->bind_or_null(4, a.candidate_id);
+  st->bind_or_null(5, a.evaluation_id);
   st->bind(6, a.path).bind(7, a.verdict).bind(8, int64_t{a.correct});
   st->bind(9, a.speedup).bind(10, a.runtime_us).bind(11, a.error).bind(12, a.cost_usd);
   st->bind(13, a.params_json).bind(14, a.description);
-  a.diagnosis_json.empty() ? st->bind_null(15) : st->bind(15, a.diagnosis_json);
+  st->bind_text_or_null(15, a.diagnosis_json);
   st->bind(16, a.wall_s);
   if (auto r = st->run(); !r) return std::unexpected(r.error());
   return db_.last_insert_id();
@@ -187,7 +177,7 @@ util::Result<void> Store::update_attempt_diagnosis(const std::string& session, i
       "number = ?2");
   if (!st) return std::unexpected(st.error());
   st->bind(1, session).bind(2, int64_t{number});
-  diagnosis_json.empty() ? st->bind_null(3) : st->bind(3, diagnosis_json);
+  st->bind_text_or_null(3, diagnosis_json);
   st->bind(4, cost_usd).bind(5, wall_s);
   if (auto r = st->run(); !r) return std::unexpected(r.error());
   return {};
@@ -200,41 +190,33 @@ util::Result<std::vector<AttemptRow>> Store::attempts(const std::string& session
       "FROM attempts WHERE session=?1 ORDER BY number");
   if (!st) return std::unexpected(st.error());
   st->bind(1, session);
-  std::vector<AttemptRow> out;
-  for (;;) {
-    auto r = st->step();
-    if (!r) return std::unexpected(r.error());
-    if (!*r) break;
+  return st->rows([](const Statement& row) {
     AttemptRow a;
-    a.session = st->col_text(0);
-    a.number = static_cast<int>(st->col_int(1));
-    a.generator = st->col_text(2);
-    a.candidate_id = opt_int(*st, 3);
-    a.evaluation_id = opt_int(*st, 4);
-    a.path = st->col_text(5);
-    a.verdict = st->col_text(6);
-    a.correct = st->col_int(7) != 0;
-    a.speedup = opt_double(*st, 8);
-    a.runtime_us = opt_double(*st, 9);
-    a.error = st->col_text(10);
-    a.cost_usd = st->col_double(11);
-    a.params_json = st->col_text(12);
-    a.description = st->col_text(13);
-    a.diagnosis_json = st->col_null(14) ? "" : st->col_text(14);
-    a.wall_s = st->col_double(15);
-    out.push_back(std::move(a));
-  }
-  return out;
+    a.session = row.col_text(0);
+    a.number = static_cast<int>(row.col_int(1));
+    a.generator = row.col_text(2);
+    a.candidate_id = opt_int(row, 3);
+    a.evaluation_id = opt_int(row, 4);
+    a.path = row.col_text(5);
+    a.verdict = row.col_text(6);
+    a.correct = row.col_int(7) != 0;
+    a.speedup = opt_double(row, 8);
+    a.runtime_us = opt_double(row, 9);
+    a.error = row.col_text(10);
+    a.cost_usd = row.col_double(11);
+    a.params_json = row.col_text(12);
+    a.description = row.col_text(13);
+    a.diagnosis_json = row.col_null(14) ? "" : row.col_text(14);
+    a.wall_s = row.col_double(15);
+    return a;
+  });
 }
 
 util::Result<std::optional<std::string>> Store::evaluation_result(int64_t id) {
   auto st = db_.prepare("SELECT result FROM evaluations WHERE id = ?1");
   if (!st) return std::unexpected(st.error());
   st->bind(1, id);
-  auto r = st->step();
-  if (!r) return std::unexpected(r.error());
-  if (!*r) return std::optional<std::string>();
-  return std::optional<std::string>(st->col_text(0));
+  return st->first_row([](const Statement& row) { return row.col_text(0); });
 }
 
 util::Result<void> Store::transaction(const std::function<util::Result<void>()>& body) {
@@ -370,21 +352,20 @@ util::Result<std::optional<BaselineRow>> Store::latest_baseline(const std::strin
       "ORDER BY b.id DESC LIMIT 1");
   if (!st) return std::unexpected(st.error());
   st->bind(1, source_hash).bind(2, device).bind(3, backend);
-  auto r = st->step();
-  if (!r) return std::unexpected(r.error());
-  if (!*r) return std::optional<BaselineRow>();
-  BaselineRow b;
-  b.problem_id = st->col_int(0);
-  b.device = st->col_text(1);
-  b.backend = st->col_text(2);
-  b.method = st->col_text(3);
-  if (!st->col_null(4)) b.eager_us = st->col_double(4);
-  if (!st->col_null(5)) b.compile_us = st->col_double(5);
-  b.compile_reason = st->col_text(6);
-  b.threads = static_cast<int>(st->col_int(7));
-  b.versions_json = st->col_text(8);
-  b.result_json = st->col_text(9);
-  return std::optional<BaselineRow>(std::move(b));
+  return st->first_row([](const Statement& row) {
+    BaselineRow b;
+    b.problem_id = row.col_int(0);
+    b.device = row.col_text(1);
+    b.backend = row.col_text(2);
+    b.method = row.col_text(3);
+    if (!row.col_null(4)) b.eager_us = row.col_double(4);
+    if (!row.col_null(5)) b.compile_us = row.col_double(5);
+    b.compile_reason = row.col_text(6);
+    b.threads = static_cast<int>(row.col_int(7));
+    b.versions_json = row.col_text(8);
+    b.result_json = row.col_text(9);
+    return b;
+  });
 }
 
 util::Result<void> Store::put_search_state(const std::string& scope, const std::string& kind,
@@ -403,10 +384,7 @@ util::Result<std::optional<std::string>> Store::search_state(const std::string& 
   auto st = db_.prepare("SELECT json FROM search_state WHERE scope = ?1 AND kind = ?2");
   if (!st) return std::unexpected(st.error());
   st->bind(1, scope).bind(2, kind);
-  auto r = st->step();
-  if (!r) return std::unexpected(r.error());
-  if (!*r) return std::optional<std::string>();
-  return std::optional<std::string>(st->col_text(0));
+  return st->first_row([](const Statement& row) { return row.col_text(0); });
 }
 
 }  // namespace ok::store

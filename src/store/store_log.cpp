@@ -3,19 +3,6 @@
 
 namespace ok::store {
 
-namespace {
-
-// Binds `v`, or NULL when it is empty.
-void bind_text_or_null(Statement& st, int idx, const std::string& v) {
-  v.empty() ? st.bind_null(idx) : st.bind(idx, v);
-}
-
-void bind_int_or_null(Statement& st, int idx, const std::optional<int64_t>& v) {
-  v ? st.bind(idx, *v) : st.bind_null(idx);
-}
-
-}  // namespace
-
 util::Result<int64_t> Store::insert_llm_call(const LlmCallRow& c) {
   auto st = db_.prepare(
       "INSERT INTO llm_calls(session, purpose, provider, model, base_url, stream, request, "
@@ -24,19 +11,19 @@ util::Result<int64_t> Store::insert_llm_call(const LlmCallRow& c) {
       "ttft_ms, started_at) VALUES "
       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)");
   if (!st) return std::unexpected(st.error());
-  bind_text_or_null(*st, 1, c.session);
+  st->bind_text_or_null(1, c.session);
   st->bind(2, c.purpose).bind(3, c.provider).bind(4, c.model).bind(5, c.base_url);
   st->bind(6, int64_t{c.stream}).bind(7, c.request_json);
-  c.response ? st->bind(8, *c.response) : st->bind_null(8);
-  bind_text_or_null(*st, 9, c.stop_reason);
+  st->bind_or_null(8, c.response);
+  st->bind_text_or_null(9, c.stop_reason);
   st->bind(10, c.status);
-  bind_text_or_null(*st, 11, c.error_kind);
-  bind_text_or_null(*st, 12, c.error);
-  bind_int_or_null(*st, 13, c.http_status);
+  st->bind_text_or_null(11, c.error_kind);
+  st->bind_text_or_null(12, c.error);
+  st->bind_or_null(13, c.http_status);
   st->bind(14, int64_t{c.attempts});
-  bind_int_or_null(*st, 15, c.input_tokens);
-  bind_int_or_null(*st, 16, c.output_tokens);
-  bind_int_or_null(*st, 17, c.cached_input_tokens);
+  st->bind_or_null(15, c.input_tokens);
+  st->bind_or_null(16, c.output_tokens);
+  st->bind_or_null(17, c.cached_input_tokens);
   st->bind(18, int64_t{c.usage_estimated});
   st->bind(19, c.cost_usd).bind(20, int64_t{c.cost_estimated}).bind(21, c.latency_ms);
   st->bind(22, c.ttft_ms).bind(23, c.started_at);
@@ -62,23 +49,18 @@ util::Result<std::vector<EventRow>> Store::events_since(const std::string& sessi
       "WHERE session = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
   if (!st) return std::unexpected(st.error());
   st->bind(1, session).bind(2, after_id).bind(3, int64_t{limit});
-  std::vector<EventRow> out;
-  for (;;) {
-    auto r = st->step();
-    if (!r) return std::unexpected(r.error());
-    if (!*r) break;
+  return st->rows([](const Statement& row) {
     EventRow e;
-    e.id = st->col_int(0);
-    e.session = st->col_text(1);
-    e.time = st->col_text(2);
-    e.kind = st->col_text(3);
-    e.number = static_cast<int>(st->col_int(4));
-    e.total = static_cast<int>(st->col_int(5));
-    e.text = st->col_text(6);
-    e.payload_json = st->col_text(7);
-    out.push_back(std::move(e));
-  }
-  return out;
+    e.id = row.col_int(0);
+    e.session = row.col_text(1);
+    e.time = row.col_text(2);
+    e.kind = row.col_text(3);
+    e.number = static_cast<int>(row.col_int(4));
+    e.total = static_cast<int>(row.col_int(5));
+    e.text = row.col_text(6);
+    e.payload_json = row.col_text(7);
+    return e;
+  });
 }
 
 }  // namespace ok::store
