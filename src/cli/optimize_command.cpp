@@ -15,6 +15,7 @@
 #include "cli/llm_commands.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
+#include "optimize/frontend.hpp"
 #include "optimize/observer.hpp"
 #include "optimize/prebuild.hpp"
 #include "optimize/prompts.hpp"
@@ -31,8 +32,6 @@ using util::ErrorKind;
 namespace {
 
 constexpr int kInterrupted = 130;
-// A bound on the builtin template points a session considers (the largest space today: 320).
-constexpr int kMaxTemplatePoints = 1024;
 
 struct OptimizeOptions {
   ProblemOptions problem;
@@ -138,19 +137,100 @@ class SessionObservers {
   optimize::FanOut fan_;
 };
 
+// The flags' ranges (kUsage).
+util::Result<void> check_flags(const OptimizeOptions& o) {
+  if (o.iterations < 0) return util::fail(ErrorKind::kUsage, "--iterations must be positive");
+  if (auto r = check_limits(o.limits); !r) return r;
+  if (o.llm.budget_usd < 0) return util::fail(ErrorKind::kUsage, "--budget-usd must be >= 0");
+  if (o.in_flight < 0 || o.in_flight > 64)
+    return util::fail(ErrorKind::kUsage, "--in-flight must be between 1 and 64");
+  if (!(o.stop_at_sol > 0)) return util::fail(ErrorKind::kUsage, "--stop-at-sol must be above 0");
+  if (o.budget_wall_s < 0 || o.budget_device_s < 0)
+    return util::fail(ErrorKind::kUsage, "--budget-wall-s and --budget-device-s must be positive");
+  return {};
+}
+
+// A new session's options from the flags, and its id in `session` (kUsage when --session names
+// one the store has).
+util::Result<optimize::Options> new_session(const OptimizeOptions& o, const config::Config& cfg,
+                                            store::Store& st, std::string& session) {
+  optimize::Options opts;
+  auto prob = resolve_problem(o.problem, cfg);
+  if (!prob) return std::unexpected(prob.error());
+  opts.reference = std::filesystem::absolute(prob->path).string();
+  opts.name = prob->name;
+  opts.level = prob->level;
+  opts.number = prob->number;
+  opts.overrides = prob->overrides;
+  opts.model = !o.llm.model.empty() ? o.llm.model : cfg.model.value_or("builtin");
+  opts.base_url = o.llm.base_url;
+  opts.mode = o.mode;
+  opts.iterations = o.iterations;
+  if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
+  opts.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  opts.limits = o.limits;
+  opts.search = o.search;
+  opts.in_flight = o.in_flight;
+  if (o.budget_wall_s > 0) opts.budget_wall_s = o.budget_wall_s;
+  if (o.budget_device_s > 0) opts.budget_device_s = o.budget_device_s;
+  opts.strategy = o.strategy;
+  opts.stop_at_sol = o.stop_at_sol;
+  opts.compile_baseline = !o.no_compile_baseline;
+  if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
+  session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
+  if (!o.session_id.empty()) {
+    auto existing = st.find_session(session);
+    if (!existing) return std::unexpected(existing.error());
+    if (*existing)
+      return util::fail(ErrorKind::kUsage,
+                        fmt::format("session {} exists in {}; continue it with --resume {}",
+                                    session, st.path().string(), session));
+  }
+  opts.out_dir =
+      std::filesystem::absolute(o.out.empty() ? std::filesystem::path("openkernel-out") / session
+                                              : std::filesystem::path(o.out));
+  return opts;
+}
+
+// The model: builtin (no endpoint), or an endpoint from the registry, its key found now, before
+// any work.
+util::Result<std::optional<llm::Endpoint>> model_endpoint(const LlmOptions& flags,
+                                                          const optimize::Options& opts,
+                                                          const config::Config& cfg) {
+  if (opts.model == "builtin") return std::nullopt;
+  auto registry = llm::Registry::load_default();
+  if (!registry) return std::unexpected(registry.error());
+  LlmOptions lo = flags;
+  lo.model = opts.model;
+  if (lo.base_url.empty()) lo.base_url = opts.base_url;
+  auto ep = resolve_llm(lo, cfg, *registry);
+  if (!ep) return std::unexpected(ep.error());
+  return std::optional<llm::Endpoint>(*ep);
+}
+
+// Prints the report (or, with --json, one JSON line) and returns the exit code: 130 when the
+// session was interrupted.
+int print_report(const nlohmann::json& report, const optimize::Outcome& outcome,
+                 const std::string& session, bool as_json) {
+  if (as_json)
+    fmt::print("{}\n", report.dump());
+  else
+    fmt::print("{}\nReports: {} and report.json\n", optimize::report_markdown(report),
+               report["report_md"].get<std::string>());
+  if (outcome.status == "interrupted") {
+    fmt::print(stderr,
+               "interrupted: the best so far is kept; continue with "
+               "`openkernel optimize --resume {}`\n",
+               session);
+    return kInterrupted;
+  }
+  return 0;
+}
+
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
-  if (o.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
-  if (auto r = check_limits(o.limits); !r) return report_error(r.error());
-  if (o.llm.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
-  if (o.in_flight < 0 || o.in_flight > 64)
-    return report_error({ErrorKind::kUsage, "--in-flight must be between 1 and 64"});
-  if (!(o.stop_at_sol > 0))
-    return report_error({ErrorKind::kUsage, "--stop-at-sol must be above 0"});
-  if (o.budget_wall_s < 0 || o.budget_device_s < 0)
-    return report_error(
-        {ErrorKind::kUsage, "--budget-wall-s and --budget-device-s must be positive"});
+  if (auto r = check_flags(o); !r) return report_error(r.error());
   auto st = open_store(g, *cfg);
   if (!st) return report_error(st.error());
 
@@ -158,63 +238,21 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   std::string session;
   std::vector<optimize::Attempt> resumed;
   if (!o.resume.empty()) {
-    auto row = st->find_session(o.resume);
-    if (!row) return report_error(row.error());
-    if (!*row)
-      return report_error({ErrorKind::kBadInput,
-                           fmt::format("no session {} in {}", o.resume, st->path().string())});
-    json saved = json::parse((*row)->options_json, nullptr, false);
-    if (saved.is_discarded())
-      return report_error(
-          {ErrorKind::kBadInput, "session " + o.resume + " has unreadable options"});
-    opts = optimize::Options::from_json(saved);
+    auto positive = [](double v) { return v > 0 ? std::optional(v) : std::nullopt; };
+    auto r = optimize::resume_session(
+        *st, o.resume,
+        {o.iterations, positive(o.llm.budget_usd), o.prebuild, positive(o.budget_wall_s),
+         positive(o.budget_device_s)});
+    if (!r) return report_error(r.error());
+    opts = std::move(r->options);
+    resumed = std::move(r->attempts);
     session = o.resume;
-    if (o.iterations > 0) opts.iterations = o.iterations;  // a resume may extend the search
-    if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
-    if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
-    // Time budgets are per run: a resume gets the ones it is given.
-    opts.budget_wall_s = o.budget_wall_s > 0 ? std::optional(o.budget_wall_s) : std::nullopt;
-    opts.budget_device_s = o.budget_device_s > 0 ? std::optional(o.budget_device_s) : std::nullopt;
-    auto rows = st->attempts(session);
-    if (!rows) return report_error(rows.error());
-    resumed = optimize::attempts_from_rows(*rows, &*st);
     fmt::print(stderr, "resuming session {} after {} recorded attempt{}\n", session, resumed.size(),
                resumed.size() == 1 ? "" : "s");
   } else {
-    auto prob = resolve_problem(o.problem, *cfg);
-    if (!prob) return report_error(prob.error());
-    opts.reference = std::filesystem::absolute(prob->path).string();
-    opts.name = prob->name;
-    opts.level = prob->level;
-    opts.number = prob->number;
-    opts.overrides = prob->overrides;
-    opts.model = !o.llm.model.empty() ? o.llm.model : cfg->model.value_or("builtin");
-    opts.base_url = o.llm.base_url;
-    opts.mode = o.mode;
-    opts.iterations = o.iterations;
-    if (o.llm.budget_usd > 0) opts.budget_usd = o.llm.budget_usd;
-    opts.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
-    opts.limits = o.limits;
-    opts.search = o.search;
-    opts.in_flight = o.in_flight;
-    if (o.budget_wall_s > 0) opts.budget_wall_s = o.budget_wall_s;
-    if (o.budget_device_s > 0) opts.budget_device_s = o.budget_device_s;
-    opts.strategy = o.strategy;
-    opts.stop_at_sol = o.stop_at_sol;
-    opts.compile_baseline = !o.no_compile_baseline;
-    if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
-    session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
-    if (!o.session_id.empty()) {
-      auto existing = st->find_session(session);
-      if (!existing) return report_error(existing.error());
-      if (*existing)
-        return report_error(
-            {ErrorKind::kUsage, fmt::format("session {} exists in {}; continue it with --resume {}",
-                                            session, st->path().string(), session)});
-    }
-    opts.out_dir =
-        std::filesystem::absolute(o.out.empty() ? std::filesystem::path("openkernel-out") / session
-                                                : std::filesystem::path(o.out));
+    auto made = new_session(o, *cfg, *st, session);
+    if (!made) return report_error(made.error());
+    opts = std::move(*made);
   }
 
   auto worker = start_worker(*cfg, o.python);
@@ -228,19 +266,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   if (opts.limits.no_sandbox)
     fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
 
-  // The model: builtin, or an endpoint from the registry (its key found now, before any work).
-  const bool builtin = opts.model == "builtin";
-  std::optional<llm::Endpoint> endpoint;
-  if (!builtin) {
-    auto registry = llm::Registry::load_default();
-    if (!registry) return report_error(registry.error());
-    LlmOptions lo = o.llm;
-    lo.model = opts.model;
-    if (lo.base_url.empty()) lo.base_url = opts.base_url;
-    auto ep = resolve_llm(lo, *cfg, *registry);
-    if (!ep) return report_error(ep.error());
-    endpoint = *ep;
-  }
+  auto endpoint = model_endpoint(o.llm, opts, *cfg);
+  if (!endpoint) return report_error(endpoint.error());
 
   std::error_code ec;
   std::filesystem::create_directories(opts.out_dir, ec);
@@ -257,53 +284,21 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   auto problem = optimize::prepare_problem(*worker, opts);
   if (!problem) return report_error(problem.error());
 
-  const double already = [&] {
-    double c = 0;
-    for (const auto& a : resumed) c += a.cost_usd;
-    return c;
-  }();
-  llm::Ledger ledger(opts.budget_usd
-                         ? std::optional<double>(std::max(0.0, *opts.budget_usd - already))
-                         : std::nullopt);
-  std::unique_ptr<llm::StoreRecorder> recorder;
-  std::unique_ptr<llm::Client> client;
-  std::unique_ptr<optimize::Generator> generator;
-  std::unique_ptr<optimize::Critic> critic;
-  const auto skills = util::resource_root() / "data/skills";
-  if (builtin) {
-    // The whole template space: the search decides what to try in it.
-    generator = optimize::make_builtin_generator(skills, opts.seed, kMaxTemplatePoints);
-    critic = optimize::make_heuristic_critic();
-  } else {
-    auto rec = llm::StoreRecorder::open(st->path(), llm::Redactor(endpoint->api_key));
-    if (rec)
-      recorder = std::move(*rec);
-    else
-      fmt::print(stderr, "openkernel: warning: model calls are not recorded: {}\n",
-                 llm::Redactor(endpoint->api_key).apply(rec.error().message));
-    llm::ClientOptions copts;
-    copts.ledger = &ledger;
-    copts.recorder = recorder.get();
-    client = std::make_unique<llm::Client>(*endpoint, copts);
-    generator = optimize::make_llm_generator(*client, optimize::prompts_dir(), skills, session);
-    critic = optimize::make_llm_critic(*client, optimize::prompts_dir(), session);
-  }
-
+  auto agents = optimize::Agents::make(
+      opts, session, *endpoint, st->path(), optimize::spent_usd(resumed),
+      [](const std::string& why) { fmt::print(stderr, "openkernel: warning: {}\n", why); });
   optimize::Dependencies deps;
   deps.worker = &*worker;
   deps.restart_worker = [&cfg, &o] { return start_worker(*cfg, o.python); };
   deps.store = &*st;
-  deps.generator = generator.get();
-  deps.critic = critic.get();
-  deps.ledger = builtin ? nullptr : &ledger;
+  deps.generator = agents->generator();
+  deps.critic = agents->critic();
+  deps.ledger = agents->ledger();
   deps.cancel = &util::cancel_flag();
   SessionObservers observers(g.quiet, st->path(), session);
   deps.observer = observers.observer();
   deps.cache_dir = util::cache_dir().string();
-  // Pre-builds (docs/search.md): opt-in (default off; not yet measured on the GPU machine); `auto`
-  // runs them on a GPU backend only: on the CPU device a compile would compete with the timed
-  // candidate for the cores.
-  if (opts.prebuild == "on" || (opts.prebuild == "auto" && opts.backend != "cpu")) {
+  if (optimize::prebuild_wanted(opts)) {
     deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
     deps.start_build_worker = [&cfg, &o] {
       return start_worker(*cfg, o.python,
@@ -315,26 +310,9 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   if (!outcome) return report_error(outcome.error());
   observers.warn_if_events_were_lost();
 
-  json report = optimize::report_json(opts, *outcome);
-  report["db"] = st->path().string();
-  report["report_md"] = (opts.out_dir / "report.md").string();
-  report["report_json"] = (opts.out_dir / "report.json").string();
-  std::string md = optimize::report_markdown(report);
-  if (auto w = util::write_file(opts.out_dir / "report.md", md); !w) return report_error(w.error());
-  if (auto w = util::write_file(opts.out_dir / "report.json", report.dump(2) + "\n"); !w)
-    return report_error(w.error());
-  if (o.json)
-    fmt::print("{}\n", report.dump());
-  else
-    fmt::print("{}\nReports: {} and report.json\n", md, report["report_md"].get<std::string>());
-  if (outcome->status == "interrupted") {
-    fmt::print(stderr,
-               "interrupted: the best so far is kept; continue with "
-               "`openkernel optimize --resume {}`\n",
-               session);
-    return kInterrupted;
-  }
-  return 0;
+  auto report = optimize::write_reports(opts, *outcome, st->path());
+  if (!report) return report_error(report.error());
+  return print_report(*report, *outcome, session, o.json);
 }
 
 }  // namespace
