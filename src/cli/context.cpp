@@ -70,21 +70,23 @@ util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const con
 
 void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which) {
   const eval::Limits d;
+  auto with_default = [](std::string_view help, auto value) {
+    return fmt::format("{} (default {})", help, value);
+  };
   if (which.trials)
     cmd->add_option("--trials", limits.trials,
-                    fmt::format("Correctness trials per candidate, each with fresh inputs "
-                                "(default {})",
-                                d.trials));
+                    with_default("Correctness trials per candidate, each with fresh inputs",
+                                 d.trials));
   if (which.timeout)
     cmd->add_option("--timeout", limits.timeout_s,
-                    fmt::format("Limit in seconds for each candidate step: its build, one trial, "
-                                "one timed block (default {})",
-                                d.timeout_s));
+                    with_default("Limit in seconds for each candidate step: its build, one trial, "
+                                 "one timed block",
+                                 d.timeout_s));
   if (which.timing_budget)
     cmd->add_option("--timing-budget", limits.timing_budget_s,
-                    fmt::format("Seconds of timing per candidate before stopping short of the "
-                                "target precision (default {})",
-                                d.timing_budget_s));
+                    with_default("Seconds of timing per candidate before stopping short of the "
+                                 "target precision",
+                                 d.timing_budget_s));
   if (which.threads)
     cmd->add_option("--threads", limits.threads,
                     "CPU threads for reference and candidate (default: on the CPU backend the "
@@ -93,6 +95,31 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which) {
     cmd->add_flag("--no-sandbox", limits.no_sandbox,
                   "Run candidates without the bwrap sandbox (dangerous: only for trusted code; "
                   "needed where bwrap cannot run; see docs/evaluation.md)");
+}
+
+void add_timing_mode_options(CLI::App* cmd, std::string& cuda_graph, std::string& rested) {
+  const auto modes = CLI::IsMember({"auto", "on", "off"});
+  cmd->add_option("--cuda-graph", cuda_graph,
+                  "Time by CUDA-graph replay: auto (when the eager median is below 50 us), on, "
+                  "off (default auto)")
+      ->check(modes);
+  cmd->add_option("--rested", rested,
+                  "Rested timing on CUDA: before each timed call an idle gap as long as the "
+                  "reference's call, so power-limited kernels are not timed throttled: auto (when "
+                  "the reference's median is 100 us or more), on, off (default auto)")
+      ->check(modes);
+}
+
+util::Result<Engine> start_engine(const GlobalOptions& g, const config::Config& cfg,
+                                  const std::string& python_flag, const std::string& requested,
+                                  const std::string& gpu_default) {
+  auto st = open_store(g, cfg);
+  if (!st) return std::unexpected(st.error());
+  auto worker = start_worker(cfg, python_flag);
+  if (!worker) return std::unexpected(worker.error());
+  auto backend = choose_backend(*worker, requested, gpu_default);
+  if (!backend) return std::unexpected(backend.error());
+  return Engine{std::move(*st), std::move(*worker), *backend};
 }
 
 util::Result<void> check_limits(const eval::Limits& limits) {

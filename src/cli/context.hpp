@@ -42,6 +42,22 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which = {
 // kUsage when a limit is out of range: --trials below 1, --timeout not above 0.
 util::Result<void> check_limits(const eval::Limits& limits);
 
+// Declares --cuda-graph and --rested (auto, on, off: docs/evaluation.md) into `cuda_graph` and
+// `rested`, for the commands that time on a GPU.
+void add_timing_mode_options(CLI::App* cmd, std::string& cuda_graph, std::string& rested);
+
+// What a command that measures needs: the store, a started worker and the backend to run.
+struct Engine {
+  store::Store store;
+  eval::Worker worker;
+  std::string backend;
+};
+// Opens the store, starts the worker (`python_flag`) and chooses the backend (`requested`, else
+// `gpu_default` with a GPU and cpu without), failing on the first that cannot be had.
+util::Result<Engine> start_engine(const GlobalOptions& g, const config::Config& cfg,
+                                  const std::string& python_flag, const std::string& requested,
+                                  const std::string& gpu_default);
+
 // The KernelBench folder: --kernelbench-dir (`flag`), else $OPENKERNEL_KERNELBENCH_DIR, else the
 // config's kernelbench_dir.
 util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,

@@ -45,19 +45,16 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
                          "worker as UTF-8 text): rename the file or its folder"});
   if (auto c = util::read_file(o.candidate); !c) return report_error(c.error());
   if (auto r = check_limits(o.limits); !r) return report_error(r.error());
-  auto st = open_store(g, *cfg);
-  if (!st) return report_error(st.error());
-  auto worker = start_worker(*cfg, o.python);
-  if (!worker) return report_error(worker.error());
-  auto backend = choose_backend(*worker, o.backend, "cuda");
-  if (!backend) return report_error(backend.error());
+  auto engine = start_engine(g, *cfg, o.python, o.backend, "cuda");
+  if (!engine) return report_error(engine.error());
+  auto& [st, worker, backend] = *engine;
   eval::EvalRequest req;
   req.reference = prob->path;
   req.candidate = std::filesystem::absolute(o.candidate).string();
-  req.backend = *backend;
+  req.backend = backend;
   if (!o.device.empty()) req.device = o.device;
   req.limits = o.limits;
-  req.limits.threads = threads_for(*backend, o.limits.threads);
+  req.limits.threads = threads_for(backend, o.limits.threads);
   if (o.seed >= 0) req.seed = o.seed;
   req.overrides = prob->overrides;
   req.strict = o.strict;
@@ -70,16 +67,16 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
                "WARNING: --no-sandbox: the candidate runs WITHOUT the sandbox. Its code can read "
                "your files and API keys, use the network and write wherever you can. Use it only "
                "for candidates you trust; the result is flagged no_sandbox.\n");
-  auto result = eval::evaluate(*worker, req);
+  auto result = eval::evaluate(worker, req);
   if (!result) return report_error(result.error());
-  (*result)["versions"] = worker->hello()["versions"];
-  auto ids = eval::record_evaluation(*st, {prob->name, prob->path, prob->level, prob->number},
+  (*result)["versions"] = worker.hello()["versions"];
+  auto ids = eval::record_evaluation(st, {prob->name, prob->path, prob->level, prob->number},
                                      o.candidate, *result, std::nullopt);
   (*result)["problem"].erase("source");  // in the store; too long for the report
   (*result)["candidate"].erase("source");
   if (!ids) return report_error(ids.error());
   (*result)["evaluation_id"] = ids->evaluation_id;
-  (*result)["db"] = st->path().string();
+  (*result)["db"] = st.path().string();
   if (o.json) {
     fmt::print("{}\n", result->dump());
   } else {
@@ -103,15 +100,7 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   add_limit_options(cmd, o->limits);
   cmd->add_option("--seed", o->seed, "Seed for the trials (default: a secret random seed)");
   cmd->add_flag("--strict", o->strict, "Reject a candidate on any flag");
-  cmd->add_option("--cuda-graph", o->cuda_graph,
-                  "Time by CUDA-graph replay: auto (when the eager median is below 50 us), on, "
-                  "off (default auto)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_option("--rested", o->rested,
-                  "Rested timing on CUDA: before each timed call an idle gap as long as the "
-                  "reference's call, so power-limited kernels are not timed throttled: auto (when "
-                  "the reference's median is 100 us or more), on, off (default auto)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  add_timing_mode_options(cmd, o->cuda_graph, o->rested);
   cmd->add_flag("--compile-baseline", o->compile_baseline,
                 "Also time torch.compile(reference) and report speedup_compile");
   cmd->add_flag("--json", o->json, "Print one JSON object");

@@ -255,40 +255,45 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
   if (!dir) return report_error(dir.error());
   auto chosen = problems::select_problems(*dir, c.level, selection);
   if (!chosen) return report_error(chosen.error());
-  auto st = open_store(g, *cfg);
-  if (!st) return report_error(st.error());
-  auto worker = start_worker(*cfg, c.python);
-  if (!worker) return report_error(worker.error());
-  auto backend = choose_backend(*worker, c.backend, "triton");
-  if (!backend) return report_error(backend.error());
+  auto engine = start_engine(g, *cfg, c.python, c.backend, "triton");
+  if (!engine) return report_error(engine.error());
+  auto& [st, worker, backend] = *engine;
 
   util::install_interrupt_handler();
   if (!g.quiet)
     fmt::print(stderr, "baseline  level {}, {} problems, backend {}\n", c.level, chosen->size(),
-               *backend);
+               backend);
   if (!c.json)
     fmt::print("{:<6} {:<8} {:<40} {:>14} {:>14} {:>8}  {}\n", "level", "problem", "name",
                "eager_us", "compile_us", "method", "note");
   sweep::BaselineOptions o;
-  o.backend = *backend;
+  o.backend = backend;
   o.timing_budget_s = c.timing_budget;
-  o.threads = threads_for(*backend, c.threads);
+  o.threads = threads_for(backend, c.threads);
   o.cuda_graph = c.cuda_graph;
   o.rested = c.rested;
   o.compile = !c.no_compile;
   auto out = sweep::run_baseline(
-      *chosen, o, *worker, [&] { return start_worker(*cfg, c.python); }, *st, &util::cancel_flag(),
+      *chosen, o, worker, [&] { return start_worker(*cfg, c.python); }, st, &util::cancel_flag(),
       c.json ? sweep::BaselineObserver() : print_baseline_row);
   if (!out) return report_error(out.error());
   if (c.json)
     fmt::print("{}\n", json{{"level", c.level},
-                            {"backend", *backend},
-                            {"db", st->path().string()},
+                            {"backend", backend},
+                            {"db", st.path().string()},
                             {"baselines", out->rows},
                             {"failed", out->failed}}
                            .dump());
   if (out->interrupted) return kInterrupted;
   return out->failed > 0 ? 1 : 0;
+}
+
+// --level (required), --problems and --kernelbench-dir: which problems a sweep or baseline takes.
+void add_selection_options(CLI::App* cmd, int& level, std::string& problems,
+                           std::string& kernelbench_dir) {
+  cmd->add_option("--level", level, "KernelBench level")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--problems", problems, "Problem numbers, e.g. 1-20,35 (default: all)");
+  cmd->add_option("--kernelbench-dir", kernelbench_dir, "KernelBench directory");
 }
 
 }  // namespace
@@ -297,9 +302,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   auto o = std::make_shared<SweepCliOptions>();
   auto* cmd = app.add_subcommand(
       "sweep", "Optimize a KernelBench level's problems into a results TSV (resumable)");
-  cmd->add_option("--level", o->level, "KernelBench level")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--problems", o->problems, "Problem numbers, e.g. 1-20,35 (default: all)");
-  cmd->add_option("--kernelbench-dir", o->kernelbench_dir, "KernelBench directory");
+  add_selection_options(cmd, o->level, o->problems, o->kernelbench_dir);
   cmd->add_option("--backend", o->backend,
                   "triton, cuda or cpu (default: triton with a GPU, else cpu)")
       ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
@@ -330,11 +333,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   auto b = std::make_shared<BaselineCliOptions>();
   auto* base = app.add_subcommand(
       "baseline", "Time each problem's reference, eager and torch.compile, on this device");
-  base->add_option("--level", b->level, "KernelBench level")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  base->add_option("--problems", b->problems, "Problem numbers, e.g. 1-20,35 (default: all)");
-  base->add_option("--kernelbench-dir", b->kernelbench_dir, "KernelBench directory");
+  add_selection_options(base, b->level, b->problems, b->kernelbench_dir);
   base->add_option("--backend", b->backend,
                    "The device to time on: triton/cuda (GPU) or cpu (default: GPU if present)")
       ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
@@ -342,13 +341,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   base->add_option("--timing-budget", b->timing_budget,
                    "Seconds of timing per measurement (default 4)");
   base->add_option("--threads", b->threads, "CPU threads (default: cores, at most 8, on the CPU)");
-  base->add_option("--cuda-graph", b->cuda_graph,
-                   "auto (graph replay below 50 us eager), on or off (default auto)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  base->add_option("--rested", b->rested,
-                   "auto (an idle gap before each call from 100 us eager), on or off (default "
-                   "auto)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  add_timing_mode_options(base, b->cuda_graph, b->rested);
   base->add_flag("--no-compile", b->no_compile, "Skip torch.compile");
   base->add_flag("--json", b->json, "Print one JSON object as the last line");
   base->add_option("--db", g.db, "Store database");

@@ -173,6 +173,23 @@ json heuristic_diagnosis(const ProblemContext& problem, const Attempt& attempt, 
 
 namespace {
 
+// One model request from a system and a user prompt template rendered with `ctx`.
+util::Result<llm::Request> prompt_request(const Template& system, const Template& user,
+                                          const json& ctx, const char* purpose,
+                                          const std::string& session, int max_tokens) {
+  auto sys_text = render(system, ctx);
+  if (!sys_text) return std::unexpected(sys_text.error());
+  auto user_text = render(user, ctx);
+  if (!user_text) return std::unexpected(user_text.error());
+  llm::Request req;
+  req.system = std::move(*sys_text);
+  req.messages.push_back({llm::Role::kUser, std::move(*user_text)});
+  req.purpose = purpose;
+  req.session = session;
+  req.max_tokens = max_tokens;
+  return req;
+}
+
 class HeuristicCritic final : public Critic {
  public:
   json diagnose(const ProblemContext& p, const Attempt& a, const json& r, double& cost) override {
@@ -295,19 +312,13 @@ class LlmGenerator final : public Generator {
                      {"speedup", fmt::format("{:.3f}", *best->speedup)},
                      {"source", src ? *src : std::string("(unreadable)")}};
     }
-    auto sys_text = render(*system, ctx);
-    auto user_text = render(*user, ctx);
-    if (!sys_text || !user_text) {
-      g.error = (sys_text ? user_text.error() : sys_text.error()).message;
+    auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
+    if (!made) {
+      g.error = made.error().message;
       g.exhausted = true;
       return g;
     }
-    llm::Request req;
-    req.system = *sys_text;
-    req.messages.push_back({llm::Role::kUser, *user_text});
-    req.purpose = "generator";
-    req.session = session_;
-    req.max_tokens = 8192;
+    llm::Request req = std::move(*made);
     req.temperature = 0.7;
     g.params = {{"prompt", "generator"},
                 {"prompt_version", user->version},
@@ -369,16 +380,9 @@ class LlmCritic final : public Critic {
     ctx["has_error"] = !a.error.empty();
     ctx["evaluation"] = summarize_result(r).dump(2);
     ctx["heuristic"] = fallback.dump(2);
-    auto sys_text = render(*system, ctx);
-    auto user_text = render(*user, ctx);
-    if (!sys_text || !user_text)
-      return with_note(fallback, (sys_text ? user_text.error() : sys_text.error()).message);
-    llm::Request req;
-    req.system = *sys_text;
-    req.messages.push_back({llm::Role::kUser, *user_text});
-    req.purpose = "critic";
-    req.session = session_;
-    req.max_tokens = 2048;
+    auto made = prompt_request(*system, *user, ctx, "critic", session_, 2048);
+    if (!made) return with_note(fallback, made.error().message);
+    llm::Request req = std::move(*made);
     auto reply = client_.complete_json(req, diagnosis_schema());
     if (!reply)
       return with_note(fallback, "the model's diagnosis failed: " + reply.error().message);
