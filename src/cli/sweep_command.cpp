@@ -101,6 +101,44 @@ std::string safe_name(std::string s) {
   return s;
 }
 
+// The backend, decided once for the whole sweep (every row must share it). Under SLURM the GPUs
+// are on the compute nodes, not here: no local check, and a GPU backend by default.
+util::Result<std::string> sweep_backend(const SweepCliOptions& c, const config::Config& cfg) {
+  if (c.executor == "slurm") return c.backend.empty() ? std::string("triton") : c.backend;
+  if (c.backend == "cpu") return c.backend;
+  auto worker = start_worker(cfg, c.python);
+  if (!worker) return std::unexpected(worker.error());
+  return choose_backend(*worker, c.backend, "triton");
+}
+
+// Prints the sweep's summary (or, with --json, one JSON line with the score) and returns the exit
+// code: 130 interrupted, 1 when a problem failed, else 0.
+int print_summary(const sweep::Options& o, const sweep::Outcome& out, double wall, bool as_json) {
+  json summary = {{"output", o.output.string()},
+                  {"work_dir", sweep::work_dir(o.output).string()},
+                  {"db", o.db.string()},
+                  {"planned", out.planned},
+                  {"skipped", out.skipped},
+                  {"ran", out.ran},
+                  {"failed", out.failed},
+                  {"interrupted", out.interrupted},
+                  {"wall_s", wall}};
+  if (!out.rows.empty()) summary["score"] = score::score_json(out.rows);
+  if (as_json) {
+    fmt::print("{}\n", summary.dump());
+  } else {
+    fmt::print("Results: {} ({} rows; {} ran now, {} done before, {} failed, {})\n",
+               o.output.string(), out.rows.size(), out.ran, out.skipped, out.failed,
+               duration(wall));
+    if (!out.rows.empty()) fmt::print("{}", score::score_text(out.rows));
+  }
+  if (out.interrupted) {
+    fmt::print(stderr, "interrupted: re-run the same command to continue where it stopped\n");
+    return kInterrupted;
+  }
+  return out.failed > 0 ? 1 : 0;
+}
+
 int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
@@ -156,18 +194,9 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   if (!st) return report_error(st.error());
   o.db = std::filesystem::absolute(st->path());
 
-  // The backend, decided once for the whole sweep (every row must share it).
-  o.backend = c.backend;
-  if (c.executor == "slurm") {
-    // The GPUs are on the compute nodes, not here: no local check; a GPU backend by default.
-    if (o.backend.empty()) o.backend = "triton";
-  } else if (o.backend.empty() || o.backend != "cpu") {
-    auto worker = start_worker(*cfg, c.python);
-    if (!worker) return report_error(worker.error());
-    auto b = choose_backend(*worker, c.backend, "triton");
-    if (!b) return report_error(b.error());
-    o.backend = *b;
-  }
+  auto backend = sweep_backend(c, *cfg);
+  if (!backend) return report_error(backend.error());
+  o.backend = *backend;
   if (!o.gpus.empty() && o.backend == "cpu")
     return report_error({ErrorKind::kUsage,
                          "--gpus needs a GPU backend (triton or cuda); on "
@@ -186,29 +215,7 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
   if (!out) return report_error(out.error());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  json summary = {{"output", o.output.string()},
-                  {"work_dir", sweep::work_dir(o.output).string()},
-                  {"db", o.db.string()},
-                  {"planned", out->planned},
-                  {"skipped", out->skipped},
-                  {"ran", out->ran},
-                  {"failed", out->failed},
-                  {"interrupted", out->interrupted},
-                  {"wall_s", wall}};
-  if (!out->rows.empty()) summary["score"] = score::score_json(out->rows);
-  if (c.json) {
-    fmt::print("{}\n", summary.dump());
-  } else {
-    fmt::print("Results: {} ({} rows; {} ran now, {} done before, {} failed, {})\n",
-               o.output.string(), out->rows.size(), out->ran, out->skipped, out->failed,
-               duration(wall));
-    if (!out->rows.empty()) fmt::print("{}", score::score_text(out->rows));
-  }
-  if (out->interrupted) {
-    fmt::print(stderr, "interrupted: re-run the same command to continue where it stopped\n");
-    return kInterrupted;
-  }
-  return out->failed > 0 ? 1 : 0;
+  return print_summary(o, *out, wall, c.json);
 }
 
 // -- baseline ------------------------------------------------------------------------------------
