@@ -86,11 +86,9 @@ def _plausible(value: Any) -> bool:
 
 def read_entry(path: str, key: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """(entry, "") for a trustworthy entry with this key, else (None, why not)."""
-    data, why = private_json.read(path, 1 << 16)
-    if why:
-        return None, why if why == "no entry" else f"cache entry ignored: {why}"
-    if not isinstance(data, dict) or data.get("version") != VERSION or data.get("key") != key:
-        return None, "cache entry ignored: another version or device"
+    data, why = private_json.read_entry(path, 1 << 16, VERSION, key, "cache entry", "device")
+    if data is None:
+        return None, why
     bw, spot = data.get("bandwidth"), data.get("spot")
     if not (_plausible(bw) and _plausible(spot)) or not (
             SPOT_RATIO[0] <= spot / bw <= SPOT_RATIO[1]):

@@ -13,7 +13,7 @@ STARTED = time.monotonic()  # before the imports below
 import os  # noqa: E402
 import sys  # noqa: E402
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from . import integrity, timing  # timing captures the clock before any candidate code is imported
 from .problem import (build_model, load_module, load_reference, make_init_inputs, make_inputs,
@@ -328,6 +328,29 @@ class CandidateState:
             for out in self.timed_outputs]}
 
 
+def _release(state: CandidateState, _req: dict[str, Any]) -> dict[str, Any]:
+    state.exporter.release()
+    return {"ok": True}
+
+
+# The candidate channel's ops (docs/worker-protocol.md); those without arguments ignore the request.
+_HANDLERS: dict[str, Callable[[CandidateState, dict[str, Any]], dict[str, Any]]] = {
+    "warm": CandidateState.warm,
+    "load": CandidateState.load,
+    "run": CandidateState.run,
+    "prepare": CandidateState.prepare,
+    "profile": CandidateState.profile,
+    "refresh": CandidateState.refresh,
+    "time": CandidateState.time,
+    "graph_prepare": CandidateState.graph_prepare,
+    "ping": lambda state, _req: state.ping(),
+    "timed_outputs": lambda state, _req: state.export_timed(),
+    "graph_time": lambda state, _req: state.graph_time(),
+    "graph_release": lambda state, _req: state.graph_release(),
+    "release": _release,
+}
+
+
 def _ask_worker(request: dict[str, Any]) -> dict[str, Any]:
     """A nested request to the worker during load (op "build"): sent on the result channel,
     answered on the request channel before the worker reads load's own reply."""
@@ -353,36 +376,12 @@ def main() -> int:
             return 0
         op = req.get("op")
         try:
-            if op == "warm":
-                reply = state.warm(req)
-            elif op == "load":
-                reply = state.load(req)
-            elif op == "run":
-                reply = state.run(req)
-            elif op == "prepare":
-                reply = state.prepare(req)
-            elif op == "profile":
-                reply = state.profile(req)
-            elif op == "ping":
-                reply = state.ping()
-            elif op == "refresh":
-                reply = state.refresh(req)
-            elif op == "time":
-                reply = state.time(req)
-            elif op == "timed_outputs":
-                reply = state.export_timed()
-            elif op == "graph_prepare":
-                reply = state.graph_prepare(req)
-            elif op == "graph_time":
-                reply = state.graph_time()
-            elif op == "graph_release":
-                reply = state.graph_release()
-            elif op == "release":
-                state.exporter.release()
-                reply = {"ok": True}
-            else:
+            handler = _HANDLERS.get(str(op))
+            if handler is None:
                 reply = {"ok": False, "phase": "protocol", "error_type": "UnknownOp",
                          "message": f"unknown op {op!r}"}
+            else:
+                reply = handler(state, req)
         except BaseException as e:  # noqa: BLE001 - report, never die silently
             reply = error_reply(e, str(op))
         channel.send(clean_floats(reply))

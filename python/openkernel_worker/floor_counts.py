@@ -102,11 +102,9 @@ def _sane(n: Any, limit: int) -> bool:
 
 def read_entry(path: str, k: dict[str, Any]) -> tuple[Counts | None, str]:
     """(counts, "") for a trustworthy entry with this key, else (None, why not)."""
-    data, why = private_json.read(path, 1 << 20)
-    if why:
-        return None, why if why == "no entry" else f"counts entry ignored: {why}"
-    if not isinstance(data, dict) or data.get("version") != VERSION or data.get("key") != k:
-        return None, "counts entry ignored: another version or reference"
+    data, why = private_json.read_entry(path, 1 << 20, VERSION, k, "counts entry", "reference")
+    if data is None:
+        return None, why
     flops, sig = data.get("flops"), data.get("inputs")
     in_bytes, out_bytes = data.get("input_bytes"), data.get("output_bytes")
     if not (_sane(flops, MAX_FLOPS) and _sane(in_bytes, MAX_BYTES)

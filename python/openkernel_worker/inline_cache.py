@@ -427,16 +427,7 @@ class Builder:
             obj) else None
 
     def _write_json(self, path: str, value: Any) -> None:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".",
-                                   suffix=".tmp")  # unique: threads and workers write at once
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(value, f)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.lexists(tmp):
-                os.remove(tmp)
-            raise
+        inline_safety.replace_atomically(path, lambda f: f.write(json.dumps(value).encode()))
 
     def _store(self, built: str, dest: str) -> None:
         """Copies a build's output into the cache: a regular file only, no link followed (a

@@ -9,7 +9,9 @@ worker reads back. Everything the worker itself runs or reads from there goes th
   (`trusted_program`); even then the worker runs it only inside a build sandbox;
 - a build output is opened without following links and without blocking (a FIFO), must be a
   regular file, and is copied from that descriptor (`read_regular`, `copy_regular`); a tree is
-  copied only when it holds nothing but directories and regular files (`copy_tree_regular`).
+  copied only when it holds nothing but directories and regular files (`copy_tree_regular`);
+- what the cache keeps is written to a temporary file beside its place and renamed onto it
+  (`replace_atomically`).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import os
 import shutil
 import stat
 import tempfile
-from typing import Sequence
+from typing import BinaryIO, Callable, Sequence
 
 from .inline_build import Unsupported
 
@@ -81,22 +83,29 @@ def read_regular(path: str) -> bytes:
         return f.read()
 
 
-def copy_regular(src: str, dest: str, mode: int = 0o444) -> None:
-    """Copies the regular file `src` (no link followed) to a fresh temporary file beside `dest`
-    and renames it onto `dest` (atomic, unique per call)."""
-    fd = _open_regular(src)
-    with os.fdopen(fd, "rb") as f:
-        tmp_fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest),
-                                       prefix=os.path.basename(dest) + ".", suffix=".tmp")
-        try:
-            with os.fdopen(tmp_fd, "wb") as out:
-                shutil.copyfileobj(f, out)
+def replace_atomically(dest: str, fill: Callable[[BinaryIO], None], mode: int | None = None
+                       ) -> None:
+    """Writes a fresh temporary file beside `dest` through `fill` (0600, or `mode`) and renames
+    it onto `dest`: atomic, and unique per call, since threads and workers write at once. The
+    temporary file is removed when anything fails."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest), prefix=os.path.basename(dest) + ".",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            fill(out)
+        if mode is not None:
             os.chmod(tmp, mode)
-            os.replace(tmp, dest)
-        except BaseException:
-            if os.path.lexists(tmp):
-                os.remove(tmp)
-            raise
+        os.replace(tmp, dest)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def copy_regular(src: str, dest: str, mode: int = 0o444) -> None:
+    """Copies the regular file `src` (no link followed) to `dest` through replace_atomically."""
+    with os.fdopen(_open_regular(src), "rb") as f:
+        replace_atomically(dest, lambda out: shutil.copyfileobj(f, out), mode)
 
 
 def copy_tree_regular(src: str, dest: str) -> None:

@@ -4,9 +4,10 @@ read only when this user alone could have written them, written atomically.
 A file is trusted when it is a regular file (not a symlink) owned by this user that neither group
 nor others may write, in a folder of this user that neither group nor others may write. Anything
 else is refused with a reason, never read. Writes go through a temporary file in the same folder
-(0600; the folder made 0700) and a rename. Callers check the content themselves (version, key,
-plausible values). Not thread-safe against a concurrent writer of the same path beyond what the
-rename gives (the last writer wins, whole).
+(0600; the folder made 0700) and a rename. `read_entry` checks the version and key a cache entry
+carries; callers check the rest of the content themselves (plausible values). Not thread-safe
+against a concurrent writer of the same path beyond what the rename gives (the last writer wins,
+whole).
 """
 from __future__ import annotations
 
@@ -54,6 +55,19 @@ def read(path: str, limit: int) -> tuple[Any, str]:
             return json.loads(f.read(limit)), ""
     except (OSError, ValueError) as e:
         return None, f"unreadable ({type(e).__name__})"
+
+
+def read_entry(path: str, limit: int, version: int, key: dict[str, Any], label: str,
+               other: str) -> tuple[dict[str, Any] | None, str]:
+    """(the entry, "") for a trustworthy cache entry of this `version` and `key`, else (None, why
+    not): "no entry" when there is none, otherwise "`label` ignored: ..." (`other` names what
+    else a foreign key stands for: "another version or `other`")."""
+    data, why = read(path, limit)
+    if why:
+        return None, why if why == "no entry" else f"{label} ignored: {why}"
+    if not isinstance(data, dict) or data.get("version") != version or data.get("key") != key:
+        return None, f"{label} ignored: another version or {other}"
+    return data, ""
 
 
 def write(path: str, payload: Any) -> str:

@@ -74,6 +74,13 @@ class Region {
   std::map<int, std::string> row_known_;
 };
 
+// A pointwise group's loop body: a Region over the backend's `hooks` (load and decl; perrow_ref is
+// set here to throw, since a pointwise group has no per-row values) evaluates each output in turn,
+// and `store` writes it.
+void pointwise_outputs(const Graph& g, const KernelGroup& G, const Skills& skills,
+                       const std::string& lang, Region::Hooks hooks,
+                       const std::function<void(int value, const std::string& expr)>& store);
+
 // How the backends address a group's tensors: the flat index of kRow and kPerRow values, and
 // optional coordinates over G.base (row groups: o | r | j; CPU pointwise: o | c).
 struct IndexSpace {
@@ -114,6 +121,10 @@ struct ReduceSpelling {
 std::string spell(const ReduceSpelling& s, ReduceKind k, const std::string& a = "",
                   const std::string& b = "");
 
+// A group's own section of the kernel parameters (propose() fills both): "row" for a row group,
+// else "pointwise"; an empty object when absent.
+nlohmann::json group_params(const KernelGroup& G, const nlohmann::json& params);
+
 KernelCode emit_cpu(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
                     const nlohmann::json& params);
 KernelCode emit_triton(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
@@ -128,6 +139,13 @@ std::string render_skill(const Skills& skills, const std::string& backend,
 
 // Small helpers for the emitters.
 std::string indent(const std::string& text, int spaces);
+// `lines`, each indented by `spaces`, joined by newlines (none after the last): a template slot.
+std::string lines_at(const std::vector<std::string>& lines, int spaces);
+// A group's kernel parameters in order: its leaves named in0, in1, ..., then its outputs named
+// out0, out1, ...; `each` gets the value, its parameter name and whether it is an output.
+void for_each_param(
+    const KernelGroup& G,
+    const std::function<void(int value, const std::string& name, bool output)>& each);
 int64_t next_pow2(int64_t v);
 
 }  // namespace ok::generate

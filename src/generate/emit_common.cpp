@@ -209,6 +209,35 @@ std::string render_skill(const Skills& skills, const std::string& backend,
   return *r;
 }
 
+std::string lines_at(const std::vector<std::string>& lines, int spaces) {
+  std::string pad(static_cast<size_t>(spaces), ' ');
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + pad + lines[i];
+  return out;
+}
+
+void for_each_param(
+    const KernelGroup& G,
+    const std::function<void(int value, const std::string& name, bool output)>& each) {
+  for (size_t k = 0; k < G.leaves.size(); ++k) each(G.leaves[k], fmt::format("in{}", k), false);
+  for (size_t k = 0; k < G.outputs.size(); ++k) each(G.outputs[k], fmt::format("out{}", k), true);
+}
+
+void pointwise_outputs(const Graph& g, const KernelGroup& G, const Skills& skills,
+                       const std::string& lang, Region::Hooks hooks,
+                       const std::function<void(int value, const std::string& expr)>& store) {
+  hooks.perrow_ref = [](int, Cls) -> std::string {
+    throw EmitError{"per-row value in a pointwise group"};
+  };
+  std::map<int, bool> perrow_known;
+  Region region(g, G, skills, lang, &perrow_known, std::move(hooks));
+  for (int v : G.outputs) store(v, region.get(v, Cls::kRow));
+}
+
+nlohmann::json group_params(const KernelGroup& G, const nlohmann::json& params) {
+  return params.value(G.row ? "row" : "pointwise", nlohmann::json::object());
+}
+
 std::string indent(const std::string& text, int spaces) {
   std::string pad(static_cast<size_t>(spaces), ' ');
   std::string out;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "generate/emit.hpp"
+#include "util/strings.hpp"
 
 namespace ok::generate {
 
@@ -20,26 +21,13 @@ struct Signature {
 Signature signature(const Graph& g, const KernelGroup& G) {
   Signature s;
   std::vector<std::string> parts;
-  for (size_t k = 0; k < G.leaves.size(); ++k) {
-    s.names[G.leaves[k]] = fmt::format("in{}", k);
-    parts.push_back(fmt::format("const float* __restrict__ in{}", k));
-    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, G.leaves[k])));
-  }
-  for (size_t k = 0; k < G.outputs.size(); ++k) {
-    s.names[G.outputs[k]] = fmt::format("out{}", k);
-    parts.push_back(fmt::format("float* __restrict__ out{}", k));
-    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, G.outputs[k])));
-  }
-  for (size_t i = 0; i < parts.size(); ++i) s.text += (i ? ", " : "") + parts[i];
+  for_each_param(G, [&](int v, const std::string& name, bool output) {
+    s.names[v] = name;
+    parts.push_back(fmt::format("{}float* __restrict__ {}", output ? "" : "const ", name));
+    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, v)));
+  });
+  s.text = util::join(parts, ", ");
   return s;
-}
-
-std::string join_lines(const std::vector<std::string>& lines, int spaces) {
-  std::string out;
-  std::string pad(static_cast<size_t>(spaces), ' ');
-  for (const auto& l : lines) out += pad + l + "\n";
-  if (!out.empty()) out.pop_back();
-  return out;
 }
 
 // The first dim k such that every broadcast leaf read in the base shape is constant or contiguous
@@ -92,7 +80,6 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   else
     sp.row_coords = {Coord{"o", 0, k}, Coord{"c", k, n}};
   std::vector<std::string> lines;
-  std::map<int, bool> perrow_known;
   Region::Hooks h;
   h.load = [&](int v, const Shape& ctx, Cls c) {
     return fmt::format("{}[{}]", sig.names.at(v), index_of(g, G, v, ctx, c, sp, false));
@@ -100,31 +87,24 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   h.decl = [&](int v, const std::string& e, Cls) {
     lines.push_back(fmt::format("const float {} = {};", Region::var(v, Cls::kRow), e));
   };
-  h.perrow_ref = [](int, Cls) -> std::string {
-    throw EmitError{"per-row value in a pointwise group"};
-  };
-  Region region(g, G, skills, "cpp", &perrow_known, h);
-  for (int v : G.outputs) {
-    std::string e = region.get(v, Cls::kRow);
+  pointwise_outputs(g, G, skills, "cpp", h, [&](int v, const std::string& e) {
     lines.push_back(fmt::format("{}[i] = {};", sig.names.at(v), e));
-  }
+  });
   json ctx = {{"name", name},
               {"signature", sig.text},
               {"schedule", params.value("schedule", "static")},
               {"work", std::to_string(G.full)}};
   if (flat) {
     ctx["n"] = std::to_string(G.full);
-    ctx["body"] = join_lines(lines, 4);
+    ctx["body"] = lines_at(lines, 4);
   } else {
     int64_t cols = 1;
     for (int d = k; d < n; ++d) cols *= G.base[d];
     ctx["rows"] = std::to_string(G.full / cols);
     ctx["cols"] = std::to_string(cols);
-    ctx["body"] = join_lines(lines, 6);
+    ctx["body"] = lines_at(lines, 6);
   }
-  KernelCode out;
-  out.device = render_skill(skills, "cpu", "pointwise", flat ? "flat" : "rows", ctx);
-  return out;
+  return {render_skill(skills, "cpu", "pointwise", flat ? "flat" : "rows", ctx), {}};
 }
 
 KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, const Signature& sig,
@@ -188,10 +168,10 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
       if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)
         perrow_known[g.nodes[ni].out] = true;
     perrow_nodes(k, epilogue);
-    passes.push_back({{"init", join_lines(init, two_d ? 6 : 4)},
+    passes.push_back({{"init", lines_at(init, two_d ? 6 : 4)},
                       {"clauses", clauses},
-                      {"body", join_lines(body, two_d ? 8 : 6)},
-                      {"epilogue", join_lines(epilogue, two_d ? 6 : 4)}});
+                      {"body", lines_at(body, two_d ? 8 : 6)},
+                      {"epilogue", lines_at(epilogue, two_d ? 6 : 4)}});
   }
   json final_pass = json::array();
   std::vector<std::string> fbody, stores;
@@ -204,7 +184,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
       }
     }
   }
-  if (!fbody.empty()) final_pass.push_back({{"body", join_lines(fbody, two_d ? 8 : 6)}});
+  if (!fbody.empty()) final_pass.push_back({{"body", lines_at(fbody, two_d ? 8 : 6)}});
   {
     std::vector<std::string> pre;
     Region region(g, G, skills, "cpp", &perrow_known, hooks(pre));
@@ -223,14 +203,12 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
               {"red", std::to_string(G.red)},
               {"inner", inner},
               {"tile", std::to_string(params.value("tile", 64))},
-              {"arrays", join_lines(arrays, 4)},
-              {"prologue", join_lines(prologue, two_d ? 6 : 4)},
+              {"arrays", lines_at(arrays, 4)},
+              {"prologue", lines_at(prologue, two_d ? 6 : 4)},
               {"passes", passes},
               {"final", final_pass},
-              {"stores", join_lines(stores, two_d ? 6 : 4)}};
-  KernelCode out;
-  out.device = render_skill(skills, "cpu", "row", two_d ? "row2d" : "row1d", ctx);
-  return out;
+              {"stores", lines_at(stores, two_d ? 6 : 4)}};
+  return {render_skill(skills, "cpu", "row", two_d ? "row2d" : "row1d", ctx), {}};
 }
 
 }  // namespace
@@ -239,12 +217,10 @@ KernelCode emit_cpu(const Graph& g, const KernelGroup& G, int index, const Skill
                     const json& params) {
   std::string name = fmt::format("ok_kernel_{}", index);
   Signature sig = signature(g, G);
+  const json own = group_params(G, params);
   KernelCode code =
-      G.row ? row(g, G, name, sig, skills, params.value("row", json::object()))
-            : pointwise(g, G, name, sig, skills, params.value("pointwise", json::object()));
-  std::string args;
-  for (size_t i = 0; i < sig.py_args.size(); ++i) args += (i ? ", " : "") + sig.py_args[i];
-  code.launch.push_back(fmt::format("_ok_lib.{}({})", name, args));
+      G.row ? row(g, G, name, sig, skills, own) : pointwise(g, G, name, sig, skills, own);
+  code.launch.push_back(fmt::format("_ok_lib.{}({})", name, util::join(sig.py_args, ", ")));
   return code;
 }
 

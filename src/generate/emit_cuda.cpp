@@ -5,6 +5,7 @@
 #include <set>
 
 #include "generate/emit.hpp"
+#include "util/strings.hpp"
 
 namespace ok::generate {
 
@@ -25,37 +26,18 @@ struct Sig {
 Sig signature(const Graph& g, const KernelGroup& G) {
   Sig s;
   std::vector<std::string> dev, host, args;
-  for (size_t k = 0; k < G.leaves.size(); ++k) {
-    s.names[G.leaves[k]] = fmt::format("in{}", k);
-    dev.push_back(fmt::format("const float* __restrict__ in{}", k));
-    host.push_back(fmt::format("const float* in{}", k));
-    args.push_back(fmt::format("in{}", k));
-    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, G.leaves[k])));
-  }
-  for (size_t k = 0; k < G.outputs.size(); ++k) {
-    s.names[G.outputs[k]] = fmt::format("out{}", k);
-    dev.push_back(fmt::format("float* __restrict__ out{}", k));
-    host.push_back(fmt::format("float* out{}", k));
-    args.push_back(fmt::format("out{}", k));
-    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, G.outputs[k])));
-  }
-  auto join = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-    return out;
-  };
-  s.device = join(dev);
-  s.host = join(host);
-  s.args = join(args);
+  for_each_param(G, [&](int v, const std::string& name, bool output) {
+    const char* constness = output ? "" : "const ";
+    s.names[v] = name;
+    dev.push_back(fmt::format("{}float* __restrict__ {}", constness, name));
+    host.push_back(fmt::format("{}float* {}", constness, name));
+    args.push_back(name);
+    s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, v)));
+  });
+  s.device = util::join(dev, ", ");
+  s.host = util::join(host, ", ");
+  s.args = util::join(args, ", ");
   return s;
-}
-
-std::string lines_at(const std::vector<std::string>& lines, int spaces) {
-  std::string out;
-  std::string pad(static_cast<size_t>(spaces), ' ');
-  for (const auto& l : lines) out += pad + l + "\n";
-  if (!out.empty()) out.pop_back();
-  return out;
 }
 
 std::string aligned_check(const Sig& sig, const std::set<int>& values) {
@@ -129,7 +111,6 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, int index, const Sig&
     if (vec == 4 && vec_param != 4) continue;
     VecBody vb;
     vb.vec = vec;
-    std::map<int, bool> perrow_known;
     Region::Hooks h;
     h.load = [&](int v, const Shape& ctx, Cls c) {
       std::string idx = index_of(g, G, v, ctx, c, sp, false);
@@ -142,17 +123,12 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, int index, const Sig&
     h.decl = [&](int v, const std::string& e, Cls) {
       vb.lanes.push_back(fmt::format("const float v{} = {};", v, e));
     };
-    h.perrow_ref = [](int, Cls) -> std::string {
-      throw EmitError{"per-row value in a pointwise group"};
-    };
-    Region region(g, G, skills, "cuda", &perrow_known, h);
-    for (int v : G.outputs) {
-      std::string e = region.get(v, Cls::kRow);
+    pointwise_outputs(g, G, skills, "cuda", h, [&](int v, const std::string& e) {
       if (vec == 4)
         vb.vector_stores.emplace_back(v, e);
       else
         vb.lanes.push_back(fmt::format("{}[i] = {};", sig.names.at(v), e));
-    }
+    });
     if (vec == 4) {
       aligned_values = vb.vector_leaves;
       for (int v : G.outputs) aligned_values.insert(v);
@@ -182,9 +158,7 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, int index, const Sig&
                {"grid1", grid(1)},
                {"args", sig.args}};
   code += render_skill(skills, "cuda", "pointwise", "launcher", lctx);
-  KernelCode out;
-  out.device = code;
-  return out;
+  return {code, {}};
 }
 
 KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
@@ -324,9 +298,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
                {"grid", std::to_string(G.outer * jt)},
                {"args", sig.args}};
   code += render_skill(skills, "cuda", "row", "launcher", lctx);
-  KernelCode out;
-  out.device = code;
-  return out;
+  return {code, {}};
 }
 
 }  // namespace
@@ -334,9 +306,9 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
 KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
                      const json& params) {
   Sig sig = signature(g, G);
+  const json own = group_params(G, params);
   KernelCode code =
-      G.row ? row(g, G, index, sig, skills, params.value("row", json::object()))
-            : pointwise(g, G, index, sig, skills, params.value("pointwise", json::object()));
+      G.row ? row(g, G, index, sig, skills, own) : pointwise(g, G, index, sig, skills, own);
   std::string args;
   for (const auto& a : sig.py_args) args += a + ", ";
   code.launch.push_back(

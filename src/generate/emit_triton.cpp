@@ -19,16 +19,11 @@ struct Sig {
 
 Sig signature(const Graph& g, const KernelGroup& G) {
   Sig s;
-  for (size_t k = 0; k < G.leaves.size(); ++k) {
-    s.names[G.leaves[k]] = fmt::format("in{}", k);
-    s.text += fmt::format("in{}, ", k);
-    s.args += py_name(g, G.leaves[k]) + ", ";
-  }
-  for (size_t k = 0; k < G.outputs.size(); ++k) {
-    s.names[G.outputs[k]] = fmt::format("out{}", k);
-    s.text += fmt::format("out{}, ", k);
-    s.args += py_name(g, G.outputs[k]) + ", ";
-  }
+  for_each_param(G, [&](int v, const std::string& name, bool) {
+    s.names[v] = name;
+    s.text += name + ", ";
+    s.args += py_name(g, v) + ", ";
+  });
   return s;
 }
 
@@ -36,11 +31,16 @@ bool uses(const std::string& e, const char* name) {
   return std::regex_search(e, std::regex(std::string("\\b") + name + "\\b"));
 }
 
-std::string lines_at(const std::vector<std::string>& lines, int spaces) {
-  std::string out;
-  std::string pad(static_cast<size_t>(spaces), ' ');
-  for (const auto& l : lines) out += pad + l + "\n";
-  return out;
+// Python lines to concatenate: lines_at() with a newline after the last line as well.
+std::string block_at(const std::vector<std::string>& lines, int spaces) {
+  return lines.empty() ? "" : lines_at(lines, spaces) + "\n";
+}
+
+// The launch statement in forward: the pattern's "launch" template without its trailing newlines.
+std::string launch_statement(const Skills& skills, const std::string& pattern, const json& ctx) {
+  std::string launch = render_skill(skills, "triton", pattern, "launch", ctx);
+  while (!launch.empty() && launch.back() == '\n') launch.pop_back();
+  return launch;
 }
 
 // Loads a leaf once per region and index; `mask` empty for a scalar load.
@@ -82,7 +82,6 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   sp.lin_row = "i";
   std::vector<std::string> lines;
   Loader loader{&lines};
-  std::map<int, bool> perrow_known;
   Region::Hooks h;
   h.load = [&](int v, const Shape& ctx, Cls c) {
     std::string idx = index_of(g, G, v, ctx, c, sp, true);
@@ -91,29 +90,20 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   h.decl = [&](int v, const std::string& e, Cls) {
     lines.push_back(fmt::format("v{} = {}", v, e));
   };
-  h.perrow_ref = [](int, Cls) -> std::string {
-    throw EmitError{"per-row value in a pointwise group"};
-  };
-  Region region(g, G, skills, "triton", &perrow_known, h);
-  for (int v : G.outputs) {
-    std::string e = region.get(v, Cls::kRow);
+  pointwise_outputs(g, G, skills, "triton", h, [&](int v, const std::string& e) {
     lines.push_back(fmt::format("tl.store({} + i, {}, mask=mask)", sig.names.at(v), e));
-  }
+  });
   int64_t block = params.value("BLOCK", 1024);
   json ctx = {{"name", name},
               {"signature", sig.text},
               {"cast", needs_int64(G.full + block) ? ".to(tl.int64)" : ""},
               {"n", std::to_string(G.full)},
-              {"body", lines_at(lines, 4)},
+              {"body", block_at(lines, 4)},
               {"args", sig.args},
               {"BLOCK", std::to_string(block)},
               {"num_warps", std::to_string(params.value("num_warps", 4))}};
-  KernelCode out;
-  out.device = render_skill(skills, "triton", "pointwise", "kernel", ctx) + "\n";
-  out.launch.push_back(render_skill(skills, "triton", "pointwise", "launch", ctx));
-  while (!out.launch.back().empty() && out.launch.back().back() == '\n')
-    out.launch.back().pop_back();
-  return out;
+  return {render_skill(skills, "triton", "pointwise", "kernel", ctx) + "\n",
+          {launch_statement(skills, "pointwise", ctx)}};
 }
 
 KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, const Sig& sig,
@@ -210,7 +200,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     store_row(lines, region);
     store_perrow(lines, region);
     code += render_skill(skills, "triton", "row", two_d ? "tile2d" : "tile1d", ctx);
-    code += lines_at(lines, 4);
+    code += block_at(lines, 4);
   } else {
     std::string acc_shape = two_d ? "[BLOCK_R, BLOCK_J]" : "[BLOCK_R]";
     auto perrow_nodes = [&](int level, std::vector<std::string>& lines) {
@@ -224,7 +214,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     };
     std::vector<std::string> pro;
     perrow_nodes(-1, pro);
-    code += lines_at(pro, 4);
+    code += block_at(pro, 4);
     std::string loop = render_skill(skills, "triton", "row", two_d ? "loop2d" : "loop1d", ctx);
     for (int k = 0; k < G.passes; ++k) {
       std::vector<std::string> init, body, fin, epi;
@@ -246,24 +236,19 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
         if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)
           perrow_known[g.nodes[ni].out] = true;
       perrow_nodes(k, epi);
-      code += lines_at(init, 4) + loop + lines_at(body, 8) + lines_at(fin, 4) + lines_at(epi, 4);
+      code += block_at(init, 4) + loop + block_at(body, 8) + block_at(fin, 4) + block_at(epi, 4);
     }
     std::vector<std::string> fbody, stores;
     Loader floader{&fbody};
     Region fregion(g, G, skills, "triton", &perrow_known, hooks(fbody, floader));
     store_row(fbody, fregion);
-    if (!fbody.empty()) code += loop + lines_at(fbody, 8);
+    if (!fbody.empty()) code += loop + block_at(fbody, 8);
     Loader sloader{&stores};
     Region sregion(g, G, skills, "triton", &perrow_known, hooks(stores, sloader));
     store_perrow(stores, sregion);
-    code += lines_at(stores, 4);
+    code += block_at(stores, 4);
   }
-  KernelCode out;
-  out.device = code + "\n";
-  std::string launch = render_skill(skills, "triton", "row", "launch", ctx);
-  while (!launch.empty() && launch.back() == '\n') launch.pop_back();
-  out.launch.push_back(launch);
-  return out;
+  return {code + "\n", {launch_statement(skills, "row", ctx)}};
 }
 
 }  // namespace
@@ -272,8 +257,8 @@ KernelCode emit_triton(const Graph& g, const KernelGroup& G, int index, const Sk
                        const json& params) {
   std::string name = fmt::format("_ok_kernel_{}", index);
   Sig sig = signature(g, G);
-  return G.row ? row(g, G, name, sig, skills, params.value("row", json::object()))
-               : pointwise(g, G, name, sig, skills, params.value("pointwise", json::object()));
+  const json own = group_params(G, params);
+  return G.row ? row(g, G, name, sig, skills, own) : pointwise(g, G, name, sig, skills, own);
 }
 
 }  // namespace ok::generate

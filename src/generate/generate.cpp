@@ -177,6 +177,41 @@ std::string header(const std::string& pattern, const std::string& skill, const j
       pattern, skill, params.dump(), description);
 }
 
+// A native backend's kernels: the skill prelude and `device` as one raw string, compiled at
+// import by openkernel_worker.native's `compile` (`names`: what else the module imports from
+// there) with `flags` added to its defaults `default_flags`.
+std::string native_library(const Skills& skills, const std::string& backend,
+                           const std::string& device, const std::string& default_flags,
+                           const std::string& compile, const std::string& names,
+                           const std::string& flags) {
+  return fmt::format(
+      "from openkernel_worker.native import {0} as _OK_FLAGS, {1} as _ok_{1}, ptr as "
+      "_ok_ptr{2}\n\n_OK_SOURCE = r\"\"\"\n{3}\n{4}\"\"\"\n"
+      "_ok_lib = _ok_{1}(_OK_SOURCE, flags=_OK_FLAGS{5}, name=\"ok_builtin\")\n",
+      default_flags, compile, names,
+      render_skill(skills, backend, "pointwise", "prelude", json::object()), device, flags);
+}
+
+// The generated module's kernel library for `backend`: its imports, the skill prelude and the
+// kernels in `device` (compiled at import for cpu and cuda; `fast`: fast math).
+std::string kernel_library(const Skills& skills, const std::string& backend,
+                           const std::string& device, bool fast) {
+  if (backend == "cpu")
+    return native_library(skills, "cpu", device, "DEFAULT_FLAGS", "compile_cpp", "",
+                          fast ? " + (\"-ffast-math\",)" : " + (\"-fno-math-errno\",)");
+  if (backend == "cuda")
+    return "import ctypes as _ok_ctypes\n" +
+           native_library(skills, "cuda", device, "DEFAULT_CUDA_FLAGS", "compile_cuda",
+                          ", stream as _ok_stream", fast ? " + (\"--use_fast_math\",)" : "") +
+           "\n\ndef _ok_check(err):\n    if err != 0:\n"
+           "        raise RuntimeError(f\"CUDA error {err} in a generated kernel\")\n";
+  return "import triton\nimport triton.language as tl\n"
+         "try:\n    from triton.language.extra import libdevice\nexcept ImportError:  # older "
+         "triton\n"
+         "    from triton.language.extra.cuda import libdevice\n\n" +
+         render_skill(skills, "triton", "pointwise", "prelude", json::object()) + "\n\n" + device;
+}
+
 std::string assemble(const Graph& g, const Plan& plan, const std::string& backend,
                      const std::string& reference, const Skills& skills, const json& kparams,
                      const std::string& head) {
@@ -237,41 +272,7 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
   if (!out.empty() && out.back() != '\n') out += "\n";
   out += "\n\n# ---- OpenKernel builtin kernels ----\nimport torch as _ok_torch\n";
   out += "import functools as _ok_functools\n";
-  if (backend == "cpu") {
-    bool fast = kparams.value("fast_math", false);
-    out +=
-        "from openkernel_worker.native import DEFAULT_FLAGS as _OK_FLAGS, compile_cpp as "
-        "_ok_compile_cpp, ptr as _ok_ptr\n\n";
-    out += "_OK_SOURCE = r\"\"\"\n" +
-           render_skill(skills, "cpu", "pointwise", "prelude", json::object()) + "\n" + device +
-           "\"\"\"\n";
-    out += fmt::format(
-        "_ok_lib = _ok_compile_cpp(_OK_SOURCE, flags=_OK_FLAGS{}, name=\"ok_builtin\")\n",
-        fast ? " + (\"-ffast-math\",)" : " + (\"-fno-math-errno\",)");
-  } else if (backend == "cuda") {
-    bool fast = kparams.value("fast_math", false);
-    out += "import ctypes as _ok_ctypes\n";
-    out +=
-        "from openkernel_worker.native import DEFAULT_CUDA_FLAGS as _OK_FLAGS, compile_cuda as "
-        "_ok_compile_cuda, ptr as _ok_ptr, stream as _ok_stream\n\n";
-    out += "_OK_SOURCE = r\"\"\"\n" +
-           render_skill(skills, "cuda", "pointwise", "prelude", json::object()) + "\n" + device +
-           "\"\"\"\n";
-    out += fmt::format(
-        "_ok_lib = _ok_compile_cuda(_OK_SOURCE, flags=_OK_FLAGS{}, name=\"ok_builtin\")\n\n",
-        fast ? " + (\"--use_fast_math\",)" : "");
-    out +=
-        "\ndef _ok_check(err):\n    if err != 0:\n        raise RuntimeError(f\"CUDA error {err} "
-        "in a generated kernel\")\n";
-  } else {
-    out += "import triton\nimport triton.language as tl\n";
-    out +=
-        "try:\n    from triton.language.extra import libdevice\nexcept ImportError:  # older "
-        "triton\n"
-        "    from triton.language.extra.cuda import libdevice\n\n";
-    out += render_skill(skills, "triton", "pointwise", "prelude", json::object()) + "\n\n";
-    out += device;
-  }
+  out += kernel_library(skills, backend, device, kparams.value("fast_math", false));
   out +=
       "\n\ndef _ok_attr(module, path):\n    return _ok_functools.reduce(getattr, "
       "path.split(\".\"), module)\n";

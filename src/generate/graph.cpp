@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "generate/lowerer.hpp"
+#include "util/enum_names.hpp"
 
 namespace ok::generate {
 
@@ -23,21 +24,11 @@ std::string shape_str(const Shape& s) {
 }
 
 const char* reduce_name(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::kSum:
-      return "sum";
-    case ReduceKind::kMax:
-      return "max";
-    case ReduceKind::kMin:
-      return "min";
-    case ReduceKind::kProd:
-      return "prod";
-    case ReduceKind::kArgmax:
-      return "argmax";
-    case ReduceKind::kArgmin:
-      return "argmin";
-  }
-  return "?";
+  static constexpr util::EnumName<ReduceKind> kNames[] = {
+      {ReduceKind::kSum, "sum"},       {ReduceKind::kMax, "max"},
+      {ReduceKind::kMin, "min"},       {ReduceKind::kProd, "prod"},
+      {ReduceKind::kArgmax, "argmax"}, {ReduceKind::kArgmin, "argmin"}};
+  return util::name_of(kNames, k, "?");
 }
 
 namespace lowering {

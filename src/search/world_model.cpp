@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/enum_names.hpp"
+
 namespace ok::search {
 
 using nlohmann::json;
@@ -46,23 +48,15 @@ json Intent::to_json() const {
           {"action", action}};
 }
 
+constexpr util::EnumName<Policy> kPolicyNames[] = {
+    {Policy::kEngine, "engine"}, {Policy::kBestOfN, "best-of-n"}, {Policy::kPrior, "prior"}};
+
 std::optional<Policy> parse_policy(const std::string& s) {
-  if (s == "engine") return Policy::kEngine;
-  if (s == "best-of-n") return Policy::kBestOfN;
-  if (s == "prior") return Policy::kPrior;
-  return std::nullopt;
+  return util::value_of(kPolicyNames, s);
 }
 
 std::string policy_name(Policy p) {
-  switch (p) {
-    case Policy::kEngine:
-      return "engine";
-    case Policy::kBestOfN:
-      return "best-of-n";
-    case Policy::kPrior:
-      return "prior";
-  }
-  return "engine";
+  return util::name_of(kPolicyNames, p, "engine");
 }
 
 Planner::Planner(Policy policy, SearchParams params, TemplateSpace space, uint64_t seed,
