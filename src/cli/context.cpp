@@ -97,6 +97,10 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which) {
                   "needed where bwrap cannot run; see docs/evaluation.md)");
 }
 
+void add_backend_option(CLI::App* cmd, std::string& backend, const std::string& help) {
+  cmd->add_option("--backend", backend, help)->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+}
+
 void add_timing_mode_options(CLI::App* cmd, std::string& cuda_graph, std::string& rested) {
   const auto modes = CLI::IsMember({"auto", "on", "off"});
   cmd->add_option("--cuda-graph", cuda_graph,

@@ -42,6 +42,9 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which = {
 // kUsage when a limit is out of range: --trials below 1, --timeout not above 0.
 util::Result<void> check_limits(const eval::Limits& limits);
 
+// Declares --backend (cpu, cuda or triton) into `backend`; `help` says what its default is.
+void add_backend_option(CLI::App* cmd, std::string& backend, const std::string& help);
+
 // Declares --cuda-graph and --rested (auto, on, off: docs/evaluation.md) into `cuda_graph` and
 // `rested`, for the commands that time on a GPU.
 void add_timing_mode_options(CLI::App* cmd, std::string& cuda_graph, std::string& rested);

@@ -93,9 +93,7 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto* cmd = app.add_subcommand("evaluate", "Check and time one candidate against a reference");
   add_problem_options(cmd, o->problem);
   cmd->add_option("--candidate", o->candidate, "Candidate file defining ModelNew")->required();
-  cmd->add_option("--backend", o->backend,
-                  "cpu, cuda or triton (default: cuda with a GPU, else cpu)")
-      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  add_backend_option(cmd, o->backend, "cpu, cuda or triton (default: cuda with a GPU, else cpu)");
   cmd->add_option("--device", o->device, "Device, e.g. cuda:0 (default: cuda:0, or cpu)");
   add_limit_options(cmd, o->limits);
   cmd->add_option("--seed", o->seed, "Seed for the trials (default: a secret random seed)");

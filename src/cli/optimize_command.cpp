@@ -324,9 +324,7 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
       "Generate, verify and time kernels for a reference; keep the fastest correct one");
   add_problem_options(cmd, o->problem);
   add_llm_options(cmd, o->llm, true);
-  cmd->add_option("--backend", o->backend,
-                  "triton, cuda or cpu (default: triton with a GPU, else cpu)")
-      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  add_backend_option(cmd, o->backend, "triton, cuda or cpu (default: triton with a GPU, else cpu)");
   cmd->add_option("--mode", o->mode, "fast or deep: iterations and breadth (default fast)")
       ->check(CLI::IsMember({"fast", "deep"}));
   cmd->add_option("--iterations", o->iterations,

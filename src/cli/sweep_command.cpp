@@ -310,9 +310,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   auto* cmd = app.add_subcommand(
       "sweep", "Optimize a KernelBench level's problems into a results TSV (resumable)");
   add_selection_options(cmd, o->level, o->problems, o->kernelbench_dir);
-  cmd->add_option("--backend", o->backend,
-                  "triton, cuda or cpu (default: triton with a GPU, else cpu)")
-      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  add_backend_option(cmd, o->backend, "triton, cuda or cpu (default: triton with a GPU, else cpu)");
   cmd->add_option("--model", o->model, "builtin or a model from the registry (default: config)");
   cmd->add_option("--base-url", o->base_url, "OpenAI-compatible endpoint for --model");
   cmd->add_option("--mode", o->mode, "fast or deep (default fast)")
@@ -341,9 +339,8 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   auto* base = app.add_subcommand(
       "baseline", "Time each problem's reference, eager and torch.compile, on this device");
   add_selection_options(base, b->level, b->problems, b->kernelbench_dir);
-  base->add_option("--backend", b->backend,
-                   "The device to time on: triton/cuda (GPU) or cpu (default: GPU if present)")
-      ->check(CLI::IsMember({"cpu", "cuda", "triton"}));
+  add_backend_option(base, b->backend,
+                     "The device to time on: triton/cuda (GPU) or cpu (default: GPU if present)");
   base->add_option("--python", b->python, "Python interpreter with torch for the worker");
   base->add_option("--timing-budget", b->timing_budget,
                    "Seconds of timing per measurement (default 4)");

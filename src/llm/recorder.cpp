@@ -6,37 +6,32 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "util/enum_names.hpp"
+
 namespace ok::llm {
 
+namespace {
+
+using util::ErrorKind;
+constexpr util::EnumName<ErrorKind> kErrorKindNames[] = {
+    {ErrorKind::kUsage, "usage"},
+    {ErrorKind::kBadInput, "bad_input"},
+    {ErrorKind::kEnvironment, "environment"},
+    {ErrorKind::kInternal, "internal"},
+    {ErrorKind::kTimeout, "timeout"},
+    {ErrorKind::kNetwork, "network"},
+    {ErrorKind::kAuth, "auth"},
+    {ErrorKind::kRateLimited, "rate_limited"},
+    {ErrorKind::kServer, "server"},
+    {ErrorKind::kProtocol, "protocol"},
+    {ErrorKind::kCancelled, "cancelled"},
+    {ErrorKind::kBudget, "budget"},
+};
+
+}  // namespace
+
 std::string_view error_kind_name(util::ErrorKind kind) {
-  using util::ErrorKind;
-  switch (kind) {
-    case ErrorKind::kUsage:
-      return "usage";
-    case ErrorKind::kBadInput:
-      return "bad_input";
-    case ErrorKind::kEnvironment:
-      return "environment";
-    case ErrorKind::kInternal:
-      return "internal";
-    case ErrorKind::kTimeout:
-      return "timeout";
-    case ErrorKind::kNetwork:
-      return "network";
-    case ErrorKind::kAuth:
-      return "auth";
-    case ErrorKind::kRateLimited:
-      return "rate_limited";
-    case ErrorKind::kServer:
-      return "server";
-    case ErrorKind::kProtocol:
-      return "protocol";
-    case ErrorKind::kCancelled:
-      return "cancelled";
-    case ErrorKind::kBudget:
-      return "budget";
-  }
-  return "unknown";
+  return util::name_of(kErrorKindNames, kind, "unknown");
 }
 
 std::string request_to_json(const Request& req) {

@@ -94,17 +94,15 @@ std::string new_session_id() {
 }
 
 store::SessionRow new_session_row(const std::string& id, const Options& o) {
-  store::SessionRow row;
-  row.id = id;
-  row.reference = o.reference;
-  row.name = o.name;
-  row.backend = o.backend;
-  row.model = o.model;
-  row.mode = o.mode;
-  row.status = "running";
-  row.options_json = o.to_json().dump();
-  row.out_dir = o.out_dir.string();
-  return row;
+  return {.id = id,
+          .reference = o.reference,
+          .name = o.name,
+          .backend = o.backend,
+          .model = o.model,
+          .mode = o.mode,
+          .status = "running",
+          .options_json = o.to_json().dump(),
+          .out_dir = o.out_dir.string()};
 }
 
 util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options& o) {
@@ -139,27 +137,51 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
   return p;
 }
 
+store::AttemptRow attempt_row(const std::string& session, const Attempt& a,
+                              std::optional<int64_t> candidate_id) {
+  return {.session = session,
+          .number = a.number,
+          .generator = a.generator,
+          .candidate_id = candidate_id,
+          .evaluation_id = a.evaluation_id,
+          .path = a.path,
+          .verdict = a.verdict,
+          .correct = a.correct,
+          .speedup = a.speedup,
+          .runtime_us = a.runtime_us,
+          .error = a.error,
+          .cost_usd = a.cost_usd,
+          .params_json = a.params.dump(),
+          .description = a.description,
+          .diagnosis_json = a.diagnosis.is_null() ? "" : a.diagnosis.dump(),
+          .wall_s = a.wall_s};
+}
+
 std::vector<Attempt> attempts_from_rows(const std::vector<store::AttemptRow>& rows,
                                         store::Store* store) {
+  // Stored JSON that is missing or no longer parses reads as `empty`: {} for params, null for a
+  // diagnosis.
+  auto parsed = [](const std::string& text, json empty) {
+    if (text.empty()) return empty;
+    json j = json::parse(text, nullptr, false);
+    return j.is_discarded() ? empty : j;
+  };
   std::vector<Attempt> out;
   for (const auto& r : rows) {
-    Attempt a;
-    a.number = r.number;
-    a.generator = r.generator;
-    a.path = r.path;
-    a.verdict = r.verdict;
-    a.correct = r.correct;
-    a.speedup = r.speedup;
-    a.runtime_us = r.runtime_us;
-    a.error = r.error;
-    a.cost_usd = r.cost_usd;
-    a.params = json::parse(r.params_json, nullptr, false);
-    if (a.params.is_discarded()) a.params = json::object();
-    a.description = r.description;
-    if (!r.diagnosis_json.empty()) a.diagnosis = json::parse(r.diagnosis_json, nullptr, false);
-    if (a.diagnosis.is_discarded()) a.diagnosis = nullptr;
-    a.wall_s = r.wall_s;
-    a.evaluation_id = r.evaluation_id;
+    Attempt a{.number = r.number,
+              .generator = r.generator,
+              .path = r.path,
+              .verdict = r.verdict,
+              .correct = r.correct,
+              .speedup = r.speedup,
+              .runtime_us = r.runtime_us,
+              .error = r.error,
+              .cost_usd = r.cost_usd,
+              .params = parsed(r.params_json, json::object()),
+              .description = r.description,
+              .diagnosis = parsed(r.diagnosis_json, nullptr),
+              .wall_s = r.wall_s,
+              .evaluation_id = r.evaluation_id};
     if (store && a.evaluation_id) {
       auto text = store->evaluation_result(*a.evaluation_id);
       if (text && *text) {

@@ -117,6 +117,9 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
 util::Result<Outcome> run_session(const std::string& id, const Options& o, ProblemContext problem,
                                   std::vector<Attempt> resumed, Dependencies deps);
 
+// The store's row of an attempt of `session` (attempts_from_rows reads it back).
+store::AttemptRow attempt_row(const std::string& session, const Attempt& a,
+                              std::optional<int64_t> candidate_id);
 // Attempts as the store recorded them (for --resume), each evaluated one with its evaluation's
 // summary (flags, eager time, roofline) read back from the store, so a resumed session reports its
 // earlier best exactly as the first run would have.
