@@ -97,6 +97,10 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which) {
                   "needed where bwrap cannot run; see docs/evaluation.md)");
 }
 
+void add_python_option(CLI::App* cmd, std::string& python) {
+  cmd->add_option("--python", python, "Python interpreter with torch for the evaluation worker");
+}
+
 void add_backend_option(CLI::App* cmd, std::string& backend, const std::string& help) {
   cmd->add_option("--backend", backend, help)->check(CLI::IsMember({"cpu", "cuda", "triton"}));
 }

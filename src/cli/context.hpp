@@ -42,6 +42,9 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which = {
 // kUsage when a limit is out of range: --trials below 1, --timeout not above 0.
 util::Result<void> check_limits(const eval::Limits& limits);
 
+// Declares --python: the interpreter with torch that runs the evaluation worker(s).
+void add_python_option(CLI::App* cmd, std::string& python);
+
 // Declares --backend (cpu, cuda or triton) into `backend`; `help` says what its default is.
 void add_backend_option(CLI::App* cmd, std::string& backend, const std::string& help);
 

@@ -102,7 +102,7 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_flag("--compile-baseline", o->compile_baseline,
                 "Also time torch.compile(reference) and report speedup_compile");
   cmd->add_flag("--json", o->json, "Print one JSON object");
-  cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
+  add_python_option(cmd, o->python);
   cmd->add_option("--db", g.db, "Store database (default: the user's data directory)");
   cmd->callback([&g, &action, o] { action = [&g, o] { return run_evaluate(g, *o); }; });
 }

@@ -41,7 +41,7 @@ void add_example_command(CLI::App& app, GlobalOptions& g, Action& action) {
   auto python = std::make_shared<std::string>();
   auto* cmd =
       app.add_subcommand("example", "Evaluate the bundled example candidate (main job demo)");
-  cmd->add_option("--python", *python, "Python interpreter with torch for the worker");
+  add_python_option(cmd, *python);
   cmd->add_option("--db", g.db, "Store database");
   cmd->callback(
       [&g, &action, python] { action = [&g, python] { return run_example(g, *python); }; });

@@ -116,7 +116,7 @@ class SessionObservers {
   optimize::Observer* observer() { return &fan_; }
   void warn_if_events_were_lost() {
     if (auto e = recorded_ ? recorded_->error() : std::nullopt)
-      printer_.warning("the session's events stopped being recorded: " + e->message);
+      printer_.warning("not every event of the session was recorded: " + e->message);
   }
 
  private:
@@ -307,8 +307,8 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   }
   auto outcome =
       optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
+  observers.warn_if_events_were_lost();  // also when the session failed
   if (!outcome) return report_error(outcome.error());
-  observers.warn_if_events_were_lost();
 
   auto report = optimize::write_reports(opts, *outcome, st->path());
   if (!report) return report_error(report.error());
@@ -368,7 +368,7 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_flag("--no-compile-baseline", o->no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");
   cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
-  cmd->add_option("--python", o->python, "Python interpreter with torch for the worker");
+  add_python_option(cmd, o->python);
   cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");
   add_limit_options(cmd, o->limits);
   cmd->add_option("--db", g.db, "Store database");

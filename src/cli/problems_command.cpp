@@ -101,7 +101,7 @@ void add_problems_command(CLI::App& app, GlobalOptions&, Action& action) {
   auto* show = cmd->add_subcommand("show", "Shapes, dtypes, FLOPs and bytes of a problem");
   add_problem_options(show, o->problem);
   show->add_flag("--json", o->json, "Print JSON");
-  show->add_option("--python", o->python, "Python interpreter with torch for the worker");
+  add_python_option(show, o->python);
   show->callback([&action, o] { action = [o] { return run_show(*o); }; });
 }
 

@@ -328,7 +328,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_option("--slurm-arg", o->slurm_args,
                   "Extra sbatch argument, e.g. --slurm-arg=--partition=gpu (repeatable)")
       ->allow_extra_args(false);
-  cmd->add_option("--python", o->python, "Python interpreter with torch for the workers");
+  add_python_option(cmd, o->python);
   cmd->add_option("--seed", o->seed, "Seed; each problem's is derived from it (default 1)");
   add_limit_options(cmd, o->limits);
   cmd->add_flag("--json", o->json, "Print one JSON summary (with the score) as the last line");
@@ -341,7 +341,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   add_selection_options(base, b->level, b->problems, b->kernelbench_dir);
   add_backend_option(base, b->backend,
                      "The device to time on: triton/cuda (GPU) or cpu (default: GPU if present)");
-  base->add_option("--python", b->python, "Python interpreter with torch for the worker");
+  add_python_option(base, b->python);
   base->add_option("--timing-budget", b->timing_budget,
                    "Seconds of timing per measurement (default 4)");
   base->add_option("--threads", b->threads, "CPU threads (default: cores, at most 8, on the CPU)");

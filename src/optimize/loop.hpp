@@ -100,7 +100,10 @@ class Loop {
   util::Result<void> prepare_search();
   util::Result<void> choose_strategy();
   void replay_attempts();
-  util::Result<search::Population> load_population();
+  // `deferred`: where an unreadable population's warning goes instead of the observer (inside a
+  // store transaction no observer may be told anything: the StoreObserver would wait on the lock
+  // this thread holds).
+  util::Result<search::Population> load_population(std::vector<std::string>* deferred = nullptr);
   void update_population();
   std::string stop_reason_now() const;
   void publish_decisions();

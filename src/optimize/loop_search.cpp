@@ -104,20 +104,24 @@ void Loop::replay_attempts() {
   replayed_directions_.assign(issued.begin(), issued.end());
   (void)planner_->take_decisions();  // replayed decisions were shown the first time
   if (!outcome_.attempts.empty())
-    observer_.search_decision(standing(), 0, "replayed",
+    observer_.search_decision(standing(), -1, "replayed",
                               fmt::format("{} recorded attempts into the intent tree ({} intents)",
                                           outcome_.attempts.size(), planner_->intents().size()));
 }
 
-util::Result<search::Population> Loop::load_population() {
+util::Result<search::Population> Loop::load_population(std::vector<std::string>* deferred) {
   auto text = deps_.store->search_state("global", "strategies");
   if (!text) return std::unexpected(text.error());
   if (!*text) return search::Population::seeded();
   json j = json::parse(**text, nullptr, false);
   auto pop = search::Population::from_json(j);
   if (!pop) {
-    observer_.warning("the stored strategy population is unreadable (" + pop.error().message +
-                      "); starting from the seeds");
+    std::string why = "the stored strategy population is unreadable (" + pop.error().message +
+                      "); starting from the seeds";
+    if (deferred)
+      deferred->push_back(std::move(why));
+    else
+      observer_.warning(why);
     return search::Population::seeded();
   }
   return pop;
@@ -144,9 +148,10 @@ void Loop::update_population() {
   // each must add to the population, not overwrite another's lesson.
   bool began = false;
   std::string mutated;
+  std::vector<std::string> deferred;  // told once the transaction has ended
   auto w = deps_.store->transaction([&]() -> util::Result<void> {
     began = true;
-    if (auto pop = load_population()) population_ = std::move(*pop);
+    if (auto pop = load_population(&deferred)) population_ = std::move(*pop);
     // Pruned meanwhile by another session: its lesson has nowhere to go.
     if (!population_.find(strategy_.id)) return {};
     population_.record(strategy_.id, r);
@@ -156,12 +161,13 @@ void Loop::update_population() {
     population_.prune();
     return deps_.store->put_search_state("global", "strategies", population_.to_json().dump());
   });
+  for (const auto& why : deferred) observer_.warning(why);
   if (!w) {
     observer_.warning(fmt::format("the strategy population was not {}: {}",
                                   began ? "saved" : "updated", w.error().message));
     return;
   }
-  if (!mutated.empty()) observer_.search_decision(standing(), 0, "strategy_mutated", mutated);
+  if (!mutated.empty()) observer_.search_decision(standing(), -1, "strategy_mutated", mutated);
 }
 
 std::string Loop::stop_reason_now() const {

@@ -1,5 +1,7 @@
 #include "optimize/observer.hpp"
 
+#include <fmt/core.h>
+
 #include <nlohmann/json.hpp>
 
 #include "optimize/agents.hpp"
@@ -92,13 +94,17 @@ util::Result<std::unique_ptr<StoreObserver>> StoreObserver::open(const std::file
 void StoreObserver::append(store::EventRow r) {
   r.session = session_;
   std::lock_guard lock(mu_);
-  if (error_) return;
-  if (auto w = store_.append_event(r); !w) error_ = w.error();
+  if (auto w = store_.append_event(r); !w) {
+    ++lost_;
+    if (!error_) error_ = w.error();
+  }
 }
 
 std::optional<util::Error> StoreObserver::error() const {
   std::lock_guard lock(mu_);
-  return error_;
+  if (!error_) return std::nullopt;
+  return util::Error{error_->kind, fmt::format("{} event{} lost; the first because: {}", lost_,
+                                               lost_ == 1 ? "" : "s", error_->message)};
 }
 
 void StoreObserver::started(const Standing& s, const std::string& what) {

@@ -48,7 +48,8 @@ class Observer {
   // Attempt `a` was recorded: evaluated, or settled without an evaluation (its verdict says why).
   virtual void attempt_finished(const Standing& s, const Attempt& a) = 0;
   // A decision of the search: the planner's (kind intent_added, intent_succeeded, stagnation,
-  // ...; `intent` its id), or the session's (replayed, strategy_mutated; intent 0).
+  // ...; `intent` its id, 0 the root), or the session's own (replayed, strategy_mutated,
+  // exhausted; intent -1).
   virtual void search_decision(const Standing& s, int intent, const std::string& kind,
                                const std::string& text) = 0;
   virtual void warning(const std::string& text) = 0;
@@ -78,8 +79,8 @@ class FanOut final : public Observer {
 
 // Appends every event of session `session` to the store's events table, on a connection of its
 // own, serialised by its mutex (so it is thread-safe). The event kinds are the method names; the
-// columns and payloads are in docs/store.md. A failed write stops the recording: error() says
-// why, and the session goes on.
+// columns and payloads are in docs/store.md. A failed write (a store busy past its timeout, say)
+// loses that event only: error() says how many were lost and why, and the session goes on.
 class StoreObserver final : public Observer {
  public:
   static util::Result<std::unique_ptr<StoreObserver>> open(const std::filesystem::path& db,
@@ -97,7 +98,7 @@ class StoreObserver final : public Observer {
   void warning(const std::string& text) override;
   void stopped(const Standing& s, const std::string& reason) override;
 
-  // Why the events stopped being recorded; nullopt while every write succeeded.
+  // Why events were lost, with how many; nullopt while every write succeeded.
   std::optional<util::Error> error() const;
 
  private:
@@ -108,7 +109,8 @@ class StoreObserver final : public Observer {
   store::Store store_;
   std::string session_;
   mutable std::mutex mu_;
-  std::optional<util::Error> error_;
+  std::optional<util::Error> error_;  // the first failed write's
+  int lost_ = 0;                      // events whose write failed
 };
 
 }  // namespace ok::optimize

@@ -158,8 +158,8 @@ CREATE TABLE search_state (
 )sql";
 
 // Version 6: the engine's events, appended as the observer hears them, so that other processes
-// can follow a session live. AUTOINCREMENT: an id is never reused, even after a merge replaced a
-// session's rows, so a follower's last id stays a valid cursor.
+// can follow a session live. AUTOINCREMENT: an id is never reused, so a follower's last id is a
+// cursor (a merge re-inserts a session's events under new ids: docs/store.md).
 constexpr std::string_view kV6 = R"sql(
 CREATE TABLE events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -96,8 +96,12 @@ Result<Subprocess> Subprocess::spawn(const SpawnOptions& opts) {
     dup2(err_file >= 0 ? err_file : err_pipe[1], 2);
     // Only stdio and `inherit` cross exec, also descriptors this process itself inherited without
     // CLOEXEC (an optimize child of a sweep holds the sweep's lock that way: its own workers
-    // must not keep holding it after it exits). Best effort where close_range is missing.
-    (void)close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    // must not keep holding it after it exits). Before Linux 5.11 (no CLOSE_RANGE_CLOEXEC): one
+    // descriptor at a time, up to the open-files limit.
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+      const long most = sysconf(_SC_OPEN_MAX);
+      for (int fd = 3; fd < (most > 0 ? most : 1024); ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
     for (int fd : inherit) fcntl(fd, F_SETFD, 0);  // on the child's copy only
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     execvpe(argv[0], argv.data(), envp.data());
