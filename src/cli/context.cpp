@@ -74,9 +74,9 @@ void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which) {
     return fmt::format("{} (default {})", help, value);
   };
   if (which.trials)
-    cmd->add_option("--trials", limits.trials,
-                    with_default("Correctness trials per candidate, each with fresh inputs",
-                                 d.trials));
+    cmd->add_option(
+        "--trials", limits.trials,
+        with_default("Correctness trials per candidate, each with fresh inputs", d.trials));
   if (which.timeout)
     cmd->add_option("--timeout", limits.timeout_s,
                     with_default("Limit in seconds for each candidate step: its build, one trial, "

@@ -3,7 +3,6 @@
 // when a GPU is present and the pair exists).
 #include <fmt/core.h>
 
-
 #include "cli/context.hpp"
 #include "eval/evaluator.hpp"
 #include "util/paths.hpp"

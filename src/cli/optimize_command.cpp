@@ -239,10 +239,9 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   std::vector<optimize::Attempt> resumed;
   if (!o.resume.empty()) {
     auto positive = [](double v) { return v > 0 ? std::optional(v) : std::nullopt; };
-    auto r = optimize::resume_session(
-        *st, o.resume,
-        {o.iterations, positive(o.llm.budget_usd), o.prebuild, positive(o.budget_wall_s),
-         positive(o.budget_device_s)});
+    auto r = optimize::resume_session(*st, o.resume,
+                                      {o.iterations, positive(o.llm.budget_usd), o.prebuild,
+                                       positive(o.budget_wall_s), positive(o.budget_device_s)});
     if (!r) return report_error(r.error());
     opts = std::move(r->options);
     resumed = std::move(r->attempts);

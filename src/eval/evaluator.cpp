@@ -9,11 +9,16 @@ namespace ok::eval {
 using nlohmann::json;
 
 json to_json(const EvalRequest& r) {
-  json j = {{"op", "evaluate"},         {"reference", r.reference},
-            {"candidate", r.candidate}, {"backend", r.backend},
-            {"trials", r.limits.trials},       {"timeout_s", r.limits.timeout_s},
-            {"overrides", r.overrides}, {"timing_budget_s", r.limits.timing_budget_s},
-            {"threads", r.limits.threads},     {"strict", r.strict}};
+  json j = {{"op", "evaluate"},
+            {"reference", r.reference},
+            {"candidate", r.candidate},
+            {"backend", r.backend},
+            {"trials", r.limits.trials},
+            {"timeout_s", r.limits.timeout_s},
+            {"overrides", r.overrides},
+            {"timing_budget_s", r.limits.timing_budget_s},
+            {"threads", r.limits.threads},
+            {"strict", r.strict}};
   if (r.device) j["device"] = *r.device;
   if (r.seed) j["seed"] = *r.seed;
   if (!r.cache_dir.empty()) j["cache_dir"] = r.cache_dir;
@@ -30,8 +35,9 @@ util::Result<json> evaluate(Worker& worker, const EvalRequest& request,
   auto start = std::chrono::steady_clock::now();
   // Each candidate step is bounded by timeout_s inside the worker; the worker itself gets room
   // for the compile, every trial, timing and the reference's own runs.
-  auto limit = std::chrono::seconds(static_cast<long long>(
-      request.limits.timeout_s * (request.limits.trials + 6) + request.limits.timing_budget_s * 3 + 600));
+  auto limit = std::chrono::seconds(
+      static_cast<long long>(request.limits.timeout_s * (request.limits.trials + 6) +
+                             request.limits.timing_budget_s * 3 + 600));
   auto r = worker.call(to_json(request), limit, cancel);
   if (!r) return r;
   (*r)["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -406,8 +406,8 @@ bool Loop::diagnosed(const Flight& f) const {
 void Loop::start_prebuilds() {
   if (deps_.prebuild_slots <= 0 || !deps_.start_build_worker) return;
   const Options& o = options_;
-  json req = {{"reference", o.reference}, {"backend", o.backend},
-              {"overrides", o.overrides}, {"trials", o.limits.trials},
+  json req = {{"reference", o.reference},        {"backend", o.backend},
+              {"overrides", o.overrides},        {"trials", o.limits.trials},
               {"timeout_s", o.limits.timeout_s}, {"timing_budget_s", o.limits.timing_budget_s},
               {"threads", o.limits.threads},     {"cache_dir", deps_.cache_dir}};
   if (o.limits.no_sandbox) req["no_sandbox"] = true;

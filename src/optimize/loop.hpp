@@ -114,7 +114,7 @@ class Loop {
   ProblemContext problem_;
   Dependencies deps_;
   FanOut silent_{std::vector<Observer*>{}};  // tells nobody
-  Observer& observer_;  // deps_.observer, or silent_
+  Observer& observer_;                       // deps_.observer, or silent_
   Outcome outcome_;
   store::SessionRow session_row_;
   bool compile_baseline_asked_ = false;

@@ -1,3 +1,8 @@
+// The Planner (world_model.hpp) in one file, at about 660 lines on purpose for now: its three
+// policies share the intent tree's private state (intents, base point, stagnation window) and the
+// scoring helpers at the top, and the engine policy's choose (next_engine) and learn
+// (observe_engine) halves are read together. The split when it grows: the engine's observation
+// rules (observe_engine, stagnate) into world_model_observe.cpp.
 #include "search/world_model.hpp"
 
 #include <fmt/format.h>

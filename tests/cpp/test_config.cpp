@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using ok::config::Config;
@@ -21,13 +22,8 @@ namespace {
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ok-config-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
+    dir_ = temp_.path();
     path_ = dir_ / "config.toml";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   void write(const std::string& content) const {
     std::ofstream out(path_);
@@ -45,6 +41,7 @@ class ConfigTest : public ::testing::Test {
     return st.st_mode & 0777;
   }
 
+  ok::testing::TempDir temp_{"ok-config"};
   fs::path dir_;
   fs::path path_;
 };

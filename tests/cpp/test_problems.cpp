@@ -9,6 +9,7 @@
 
 #include "problems/kernelbench.hpp"
 #include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using ok::problems::find_problem;
@@ -23,12 +24,7 @@ using ok::testing::ScopedEnv;
 class ProblemsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ok-problems-XXXXXX").string();
-    root_ = ::mkdtemp(tmpl.data());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+    root_ = temp_.path();
   }
   // A fake KernelBench directory with a level1 folder holding `files`.
   std::string make_kb(const std::string& name, std::initializer_list<const char*> files = {}) {
@@ -38,6 +34,7 @@ class ProblemsTest : public ::testing::Test {
     return dir.string();
   }
 
+  ok::testing::TempDir temp_{"ok-problems"};
   fs::path root_;
 };
 

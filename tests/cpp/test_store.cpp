@@ -11,6 +11,7 @@
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
 #include "util/paths.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using ok::store::Database;
@@ -23,13 +24,8 @@ namespace {
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ok-store-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
+    dir_ = temp_.path();
     path_ = dir_ / "openkernel.db";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   static int64_t scalar(Database& db, const std::string& sql) {
@@ -78,6 +74,7 @@ class StoreTest : public ::testing::Test {
     return e;
   }
 
+  ok::testing::TempDir temp_{"ok-store"};
   fs::path dir_;
   fs::path path_;
 };

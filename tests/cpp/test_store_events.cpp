@@ -8,6 +8,7 @@
 
 #include "store/migrations.hpp"
 #include "store/store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using ok::store::Database;
@@ -20,13 +21,8 @@ namespace {
 class StoreEventsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ok-store-events-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
+    dir_ = temp_.path();
     path_ = dir_ / "openkernel.db";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   static Store open(const fs::path& p) {
     auto s = Store::open(p);
@@ -50,6 +46,7 @@ class StoreEventsTest : public ::testing::Test {
     EXPECT_TRUE(st->step().value_or(false)) << sql;
     return st->col_int(0);
   }
+  ok::testing::TempDir temp_{"ok-store-events"};
   fs::path dir_, path_;
 };
 

@@ -17,6 +17,7 @@
 #include "sweep/executor.hpp"
 #include "sweep/sweep.hpp"
 #include "util/paths.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -112,18 +113,13 @@ class FakeExecutor final : public ok::sweep::Executor {
 class SweepDriver : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ok-driver-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
+    dir_ = temp_.path();
     o_.output = dir_ / "r.tsv";
     o_.db = dir_ / "db.sqlite";
     o_.binary = "/bin/openkernel";
     o_.backend = "cpu";
     o_.model = "builtin";
     fs::create_directories(ok::sweep::work_dir(o_.output));
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   // Tasks 1..n of level 1, with the session their folder records (as plan() reads them).
   std::vector<Task> tasks(int n) const {
@@ -164,6 +160,7 @@ class SweepDriver : public ::testing::Test {
   }
   TaskState state(int number) const { return ok::sweep::task_state(tasks(number).back()); }
 
+  ok::testing::TempDir temp_{"ok-driver"};
   fs::path dir_;
   ok::sweep::Options o_;
   std::atomic<bool> cancel_{false};
