@@ -249,3 +249,15 @@ def test_a_test_only_tool_is_caught(dpkg) -> None:
     lists, owners, packages = dpkg
     missing = unnamed(files_tests_use(), closure(lists["run"], packages), owners)
     assert "/_pytest/" in missing.get("python3-pytest", ""), report(missing)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--bogus"], "unknown option --bogus"),
+    (["--target"], "--target needs a target name"),
+])
+def test_setup_refuses_bad_options_before_installing(args: list[str], says: str) -> None:
+    p = subprocess.run([str(ROOT / "scripts/setup.sh"), *args], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert says in p.stderr
+    assert "installing" not in p.stdout + p.stderr
