@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -44,16 +45,20 @@ std::filesystem::path stderr_log() {
   return dir / fmt::format("stderr-{}.log", getpid());
 }
 
-// After the screen is down: the last lines the run wrote on stderr, and where the rest is; an
-// empty log is removed.
+// After the screen is down: what the run wrote on stderr. A short log is printed and removed; of a
+// longer one the last lines, and where the rest is.
 void print_log(const std::filesystem::path& log) {
-  std::error_code ec;
-  if (std::filesystem::file_size(log, ec) == 0 || ec) {
+  constexpr int kShown = 20;
+  std::string tail = tui::tail_of(log, kShown + 1);
+  bool whole = std::count(tail.begin(), tail.end(), '\n') <= kShown;
+  if (whole) {
+    fmt::print(stderr, "{}", tail);
+    std::error_code ec;
     std::filesystem::remove(log, ec);
     return;
   }
-  fmt::print(stderr, "{}kernel-code: the run's messages are in {}\n", tui::tail_of(log, 20),
-             log.string());
+  fmt::print(stderr, "{}kernel-code: the run's messages are in {}\n",
+             tail.substr(tail.find('\n') + 1), log.string());
 }
 
 // The engine's run on a thread of its own; its exit code once done().
