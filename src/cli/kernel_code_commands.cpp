@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -126,6 +127,42 @@ void print_summary(const tui::Snapshot& s, tui::Ending ending) {
     fmt::print(stderr, "kernel-code: continue it with `kernel-code optimize --resume {}`\n", id);
 }
 
+// Feeds `model` the events the session recorded since the last call: every 250 ms (watch), or
+// all at once (the earlier runs of a session that kernel-code resumes).
+class Follow {
+ public:
+  Follow(const std::filesystem::path& db, const std::string& session, tui::RunModel& model)
+      : follower_(db, session), model_(model) {}
+  void operator()() {
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_) return;
+    next_ = now + kPollEvery;
+    catch_up(8);  // a long session's history: a few batches a turn
+  }
+  // Reads at most `rounds` batches; false when a read failed (the model has a warning).
+  bool catch_up(int rounds) {
+    constexpr int kBatch = 1000;
+    for (int round = 0; round < rounds; ++round) {
+      auto rows = follower_.poll(kBatch);
+      if (!rows) {
+        if (!failed_) model_.warning("reading the session's events: " + rows.error().message);
+        failed_ = true;
+        return false;
+      }
+      failed_ = false;
+      for (const auto& e : *rows) optimize::replay_event(e, model_);
+      if (static_cast<int>(rows->size()) < kBatch) break;
+    }
+    return true;
+  }
+
+ private:
+  optimize::EventFollower follower_;
+  tui::RunModel& model_;
+  std::chrono::steady_clock::time_point next_{};
+  bool failed_ = false;  // warned once until a poll succeeds again
+};
+
 int optimize_in_terminal(const GlobalOptions& g, const OptimizeOptions& o) {
   if (o.json)
     return refuse(
@@ -137,6 +174,9 @@ int optimize_in_terminal(const GlobalOptions& g, const OptimizeOptions& o) {
   if (!term) return report_error(term.error());
 
   tui::RunModel model;
+  if (!o.resume.empty())  // the session's earlier runs are not events of this one: from the store
+    if (auto st = open_for_reading(g))
+      Follow(st->path(), o.resume, model).catch_up(std::numeric_limits<int>::max());
   optimize::Control control;
   SessionId session;
   FrontEnd fe;
@@ -177,36 +217,6 @@ int optimize_in_terminal(const GlobalOptions& g, const OptimizeOptions& o) {
   print_summary(model.snapshot(), ending);
   return code;
 }
-
-// Feeds `model` the events the session recorded since the last call, at most every 250 ms.
-class Follow {
- public:
-  Follow(const std::filesystem::path& db, const std::string& session, tui::RunModel& model)
-      : follower_(db, session), model_(model) {}
-  void operator()() {
-    auto now = std::chrono::steady_clock::now();
-    if (now < next_) return;
-    next_ = now + kPollEvery;
-    constexpr int kBatch = 1000;
-    for (int round = 0; round < 8; ++round) {  // a long session's history: a few batches a turn
-      auto rows = follower_.poll(kBatch);
-      if (!rows) {
-        if (!failed_) model_.warning("reading the session's events: " + rows.error().message);
-        failed_ = true;
-        return;
-      }
-      failed_ = false;
-      for (const auto& e : *rows) optimize::replay_event(e, model_);
-      if (static_cast<int>(rows->size()) < kBatch) return;
-    }
-  }
-
- private:
-  optimize::EventFollower follower_;
-  tui::RunModel& model_;
-  std::chrono::steady_clock::time_point next_{};
-  bool failed_ = false;  // warned once until a poll succeeds again
-};
 
 int watch_in_terminal(const GlobalOptions& g, const std::string& session) {
   auto cfg = config::load_default();
