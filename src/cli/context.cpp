@@ -159,15 +159,15 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
   return eval::Worker::start(wo);
 }
 
+std::filesystem::path store_path(const GlobalOptions& g, const config::Config& cfg) {
+  if (!g.db.empty()) return g.db;
+  if (auto env = util::getenv_str("OPENKERNEL_DB")) return *env;
+  if (cfg.db) return *cfg.db;
+  return store::Store::default_path();
+}
+
 util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg) {
-  std::filesystem::path path = store::Store::default_path();
-  if (!g.db.empty())
-    path = g.db;
-  else if (auto env = util::getenv_str("OPENKERNEL_DB"))
-    path = *env;
-  else if (cfg.db)
-    path = *cfg.db;
-  return store::Store::open(path);
+  return store::Store::open(store_path(g, cfg));
 }
 
 util::Result<std::string> choose_backend(const eval::Worker& worker, const std::string& requested,

@@ -73,6 +73,8 @@ util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<st
 // `env`: added to the worker's environment (the build worker's).
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
                                         const std::map<std::string, std::string>& env = {});
+// The store's path: --db, else $OPENKERNEL_DB, else the config's db, else the default.
+std::filesystem::path store_path(const GlobalOptions& g, const config::Config& cfg);
 util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg);
 
 // The backend to run: `requested`, else `gpu_default` when the worker sees a GPU and cpu when it

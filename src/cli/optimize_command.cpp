@@ -1,9 +1,8 @@
-// `openkernel optimize`: the product's main job. Resolves the problem, the backend and the model,
-// opens (or resumes) a session, runs the inner loop of src/optimize and writes the best kernel
-// and the reports. Progress goes to stderr; stdout holds the report (or, with --json, one JSON
-// object as the last line). Exit codes: 0 the session ran (whether or not a correct kernel was
-// found), 1 internal error, 2 bad usage or input, 130 interrupted (the best so far is kept and
-// the session can be resumed).
+// `openkernel optimize` (optimize_command.hpp has the contract): the flags, the run, and the CLI's
+// front end: progress on stderr, the report on stdout (or, with --json, one JSON object as the
+// last line).
+#include "cli/optimize_command.hpp"
+
 #include <fmt/core.h>
 
 #include <cctype>
@@ -11,8 +10,6 @@
 #include <random>
 #include <thread>
 
-#include "cli/context.hpp"
-#include "cli/llm_commands.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
 #include "optimize/frontend.hpp"
@@ -33,36 +30,14 @@ namespace {
 
 constexpr int kInterrupted = 130;
 
-struct OptimizeOptions {
-  ProblemOptions problem;
-  LlmOptions llm;
-  std::string backend;
-  std::string mode = "fast";
-  int iterations = 0;
-  std::string out;
-  std::string resume;
-  std::string session_id;
-  bool json = false;
-  std::string python;
-  long long seed = -1;
-  eval::Limits limits;
-  std::string search = "engine";
-  int in_flight = 0;
-  double budget_wall_s = 0, budget_device_s = 0;
-  std::string strategy;
-  double stop_at_sol = optimize::kSpeedOfLightStop;
-  bool no_compile_baseline = false;
-  std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
-};
-
 // Live progress on stderr: one line per step, the running best and the money spent; with
 // --quiet only the warnings. The model's text is not shown.
 class ProgressPrinter final : public optimize::Observer {
  public:
   explicit ProgressPrinter(bool quiet) : quiet_(quiet) {}
 
-  void started(const optimize::Standing&, const std::string& what) override {
-    show(fmt::format("optimize  {}\n", what));
+  void started(const optimize::Standing&, const optimize::SessionInfo& info) override {
+    show(fmt::format("optimize  {}\n", info.what));
   }
   void strategy(const optimize::Standing&, const std::string& text) override {
     show(fmt::format("  strategy: {}\n", text));
@@ -91,6 +66,9 @@ class ProgressPrinter final : public optimize::Observer {
     fmt::print(stderr, "openkernel: warning: {}\n", text);
     std::fflush(stderr);
   }
+  void control(const optimize::Standing&, const std::string& state) override {
+    show(fmt::format("  control: {}\n", state));
+  }
   void stopped(const optimize::Standing&, const std::string& reason) override {
     show(fmt::format("stopped: {}\n", reason));
   }
@@ -107,16 +85,46 @@ class ProgressPrinter final : public optimize::Observer {
   bool quiet_;
 };
 
-// What a session tells: its progress on stderr and, for whoever follows the session, every event
-// in the store (a store that cannot record them costs a warning, not the session).
+// Where the run's own messages go: on stderr, or, for a quiet front end, the warnings to its
+// observer and the notes nowhere.
+class Messages {
+ public:
+  explicit Messages(const FrontEnd& fe) : fe_(fe) {}
+  // A line for the user; `warns`: a quiet front end's observer gets it as a warning.
+  void note(const std::string& line, bool warns = false) const {
+    if (!fe_.quiet) {
+      fmt::print(stderr, "{}\n", line);
+    } else if (warns && fe_.observer) {
+      fe_.observer->warning(line);
+    }
+  }
+  void warning(const std::string& text) const {
+    if (fe_.observer) {
+      fe_.observer->warning(text);
+    } else if (!fe_.quiet) {
+      fmt::print(stderr, "openkernel: warning: {}\n", text);
+      std::fflush(stderr);
+    }
+  }
+
+ private:
+  const FrontEnd& fe_;
+};
+
+// What a session tells: every event to the front end's observer and, for whoever follows the
+// session, to the store (a store that cannot record them costs a warning, not the session).
 class SessionObservers {
  public:
-  SessionObservers(bool quiet, const std::filesystem::path& db, const std::string& session)
-      : printer_(quiet), recorded_(open_recorded(db, session)), fan_(observers()) {}
+  SessionObservers(const Messages& messages, optimize::Observer* front,
+                   const std::filesystem::path& db, const std::string& session)
+      : messages_(messages),
+        front_(front),
+        recorded_(open_recorded(db, session)),
+        fan_(observers()) {}
   optimize::Observer* observer() { return &fan_; }
   void warn_if_events_were_lost() {
     if (auto e = recorded_ ? recorded_->error() : std::nullopt)
-      printer_.warning("not every event of the session was recorded: " + e->message);
+      messages_.warning("not every event of the session was recorded: " + e->message);
   }
 
  private:
@@ -124,15 +132,17 @@ class SessionObservers {
                                                          const std::string& session) {
     auto r = optimize::StoreObserver::open(db, session);
     if (r) return std::move(*r);
-    printer_.warning("the session's events are not recorded: " + r.error().message);
+    messages_.warning("the session's events are not recorded: " + r.error().message);
     return nullptr;
   }
   std::vector<optimize::Observer*> observers() {
-    std::vector<optimize::Observer*> all = {&printer_};
+    std::vector<optimize::Observer*> all;
+    if (front_) all.push_back(front_);
     if (recorded_) all.push_back(recorded_.get());
     return all;
   }
-  ProgressPrinter printer_;
+  const Messages& messages_;
+  optimize::Observer* front_;
   std::unique_ptr<optimize::StoreObserver> recorded_;
   optimize::FanOut fan_;
 };
@@ -208,51 +218,93 @@ util::Result<std::optional<llm::Endpoint>> model_endpoint(const LlmOptions& flag
   return std::optional<llm::Endpoint>(*ep);
 }
 
-// Prints the report (or, with --json, one JSON line) and returns the exit code: 130 when the
-// session was interrupted.
-int print_report(const nlohmann::json& report, const optimize::Outcome& outcome,
-                 const std::string& session, bool as_json) {
-  if (as_json)
-    fmt::print("{}\n", report.dump());
-  else
-    fmt::print("{}\nReports: {} and report.json\n", optimize::report_markdown(report),
-               report["report_md"].get<std::string>());
-  if (outcome.status == "interrupted") {
+// Prints the report (or, with --json, one JSON line) when the front end wants it, and returns the
+// exit code: 130 when the session was interrupted.
+int finish(const nlohmann::json& report, const optimize::Outcome& outcome,
+           const std::string& session, const OptimizeOptions& o, const FrontEnd& fe) {
+  if (fe.print_report) {
+    if (o.json)
+      fmt::print("{}\n", report.dump());
+    else
+      fmt::print("{}\nReports: {} and report.json\n", optimize::report_markdown(report),
+                 report["report_md"].get<std::string>());
+  }
+  if (outcome.status != "interrupted") return 0;
+  if (!fe.quiet)
     fmt::print(stderr,
                "interrupted: the best so far is kept; continue with "
                "`openkernel optimize --resume {}`\n",
                session);
-    return kInterrupted;
-  }
-  return 0;
+  return kInterrupted;
 }
 
-int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
+// The session to run: a recorded one resumed (--resume) or a new one from the flags.
+struct SessionToRun {
+  std::string id;
+  optimize::Options options;
+  std::vector<optimize::Attempt> resumed;
+};
+
+util::Result<SessionToRun> session_to_run(const OptimizeOptions& o, const config::Config& cfg,
+                                          store::Store& st, const Messages& messages) {
+  SessionToRun s;
+  if (o.resume.empty()) {
+    auto made = new_session(o, cfg, st, s.id);
+    if (!made) return std::unexpected(made.error());
+    s.options = std::move(*made);
+    return s;
+  }
+  auto positive = [](double v) { return v > 0 ? std::optional(v) : std::nullopt; };
+  auto r = optimize::resume_session(st, o.resume,
+                                    {o.iterations, positive(o.llm.budget_usd), o.prebuild,
+                                     positive(o.budget_wall_s), positive(o.budget_device_s)});
+  if (!r) return std::unexpected(r.error());
+  s.id = o.resume;
+  s.options = std::move(r->options);
+  s.resumed = std::move(r->attempts);
+  messages.note(fmt::format("resuming session {} after {} recorded attempt{}", s.id,
+                            s.resumed.size(), s.resumed.size() == 1 ? "" : "s"));
+  return s;
+}
+
+// The engine's dependencies for a session, but its observer.
+optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
+                                    optimize::Agents& agents, const config::Config& cfg,
+                                    const OptimizeOptions& o, const optimize::Options& opts,
+                                    const FrontEnd& fe) {
+  optimize::Dependencies deps;
+  deps.worker = &worker;
+  deps.restart_worker = [&cfg, &o] { return start_worker(cfg, o.python); };
+  deps.store = &st;
+  deps.generator = agents.generator();
+  deps.critic = agents.critic();
+  deps.ledger = agents.ledger();
+  deps.cancel = &util::cancel_flag();
+  deps.control = fe.control;
+  deps.cache_dir = util::cache_dir().string();
+  if (optimize::prebuild_wanted(opts)) {
+    deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
+    deps.start_build_worker = [&cfg, &o] {
+      return start_worker(cfg, o.python,
+                          {{"CUDA_VISIBLE_DEVICES", ""}, {"OPENKERNEL_WORKER_PRIORITY", "idle"}});
+    };
+  }
+  return deps;
+}
+
+}  // namespace
+
+int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe) {
+  const Messages messages(fe);
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
   if (auto r = check_flags(o); !r) return report_error(r.error());
   auto st = open_store(g, *cfg);
   if (!st) return report_error(st.error());
-
-  optimize::Options opts;
-  std::string session;
-  std::vector<optimize::Attempt> resumed;
-  if (!o.resume.empty()) {
-    auto positive = [](double v) { return v > 0 ? std::optional(v) : std::nullopt; };
-    auto r = optimize::resume_session(*st, o.resume,
-                                      {o.iterations, positive(o.llm.budget_usd), o.prebuild,
-                                       positive(o.budget_wall_s), positive(o.budget_device_s)});
-    if (!r) return report_error(r.error());
-    opts = std::move(r->options);
-    resumed = std::move(r->attempts);
-    session = o.resume;
-    fmt::print(stderr, "resuming session {} after {} recorded attempt{}\n", session, resumed.size(),
-               resumed.size() == 1 ? "" : "s");
-  } else {
-    auto made = new_session(o, *cfg, *st, session);
-    if (!made) return report_error(made.error());
-    opts = std::move(*made);
-  }
+  auto run = session_to_run(o, *cfg, *st, messages);
+  if (!run) return report_error(run.error());
+  optimize::Options& opts = run->options;
+  const std::string& session = run->id;
 
   auto worker = start_worker(*cfg, o.python);
   if (!worker) return report_error(worker.error());
@@ -263,7 +315,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
     opts.limits.threads = threads_for(opts.backend, o.limits.threads);
   }
   if (opts.limits.no_sandbox)
-    fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
+    messages.note("WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.", true);
 
   auto endpoint = model_endpoint(o.llm, opts, *cfg);
   if (!endpoint) return report_error(endpoint.error());
@@ -276,63 +328,43 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o) {
   if (o.resume.empty())
     if (auto r = st->insert_session(optimize::new_session_row(session, opts)); !r)
       return report_error(r.error());
-  fmt::print(stderr, "session {}  (resume with: openkernel optimize --resume {})\n", session,
-             session);
+  if (fe.on_session) fe.on_session(session);
+  messages.note(
+      fmt::format("session {}  (resume with: openkernel optimize --resume {})", session, session));
 
-  util::install_interrupt_handler();
+  if (fe.handle_interrupt) util::install_interrupt_handler();
   auto problem = optimize::prepare_problem(*worker, opts);
   if (!problem) return report_error(problem.error());
 
   auto agents = optimize::Agents::make(
-      opts, session, *endpoint, st->path(), optimize::spent_usd(resumed),
-      [](const std::string& why) { fmt::print(stderr, "openkernel: warning: {}\n", why); });
-  optimize::Dependencies deps;
-  deps.worker = &*worker;
-  deps.restart_worker = [&cfg, &o] { return start_worker(*cfg, o.python); };
-  deps.store = &*st;
-  deps.generator = agents->generator();
-  deps.critic = agents->critic();
-  deps.ledger = agents->ledger();
-  deps.cancel = &util::cancel_flag();
-  SessionObservers observers(g.quiet, st->path(), session);
+      opts, session, *endpoint, st->path(), optimize::spent_usd(run->resumed),
+      [&messages](const std::string& why) { messages.warning(why); });
+  auto deps = dependencies(*worker, *st, *agents, *cfg, o, opts, fe);
+  SessionObservers observers(messages, fe.observer, st->path(), session);
   deps.observer = observers.observer();
-  deps.cache_dir = util::cache_dir().string();
-  if (optimize::prebuild_wanted(opts)) {
-    deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
-    deps.start_build_worker = [&cfg, &o] {
-      return start_worker(*cfg, o.python,
-                          {{"CUDA_VISIBLE_DEVICES", ""}, {"OPENKERNEL_WORKER_PRIORITY", "idle"}});
-    };
-  }
   auto outcome =
-      optimize::run_session(session, opts, std::move(*problem), std::move(resumed), deps);
+      optimize::run_session(session, opts, std::move(*problem), std::move(run->resumed), deps);
   observers.warn_if_events_were_lost();  // also when the session failed
   if (!outcome) return report_error(outcome.error());
 
   auto report = optimize::write_reports(opts, *outcome, st->path());
   if (!report) return report_error(report.error());
-  return print_report(*report, *outcome, session, o.json);
+  return finish(*report, *outcome, session, o, fe);
 }
 
-}  // namespace
-
-void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
-  auto o = std::make_shared<OptimizeOptions>();
-  auto* cmd = app.add_subcommand(
-      "optimize",
-      "Generate, verify and time kernels for a reference; keep the fastest correct one");
-  add_problem_options(cmd, o->problem);
-  add_llm_options(cmd, o->llm, true);
-  add_backend_option(cmd, o->backend, "triton, cuda or cpu (default: triton with a GPU, else cpu)");
-  cmd->add_option("--mode", o->mode, "fast or deep: iterations and breadth (default fast)")
+void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {
+  add_problem_options(cmd, o.problem);
+  add_llm_options(cmd, o.llm, true);
+  add_backend_option(cmd, o.backend, "triton, cuda or cpu (default: triton with a GPU, else cpu)");
+  cmd->add_option("--mode", o.mode, "fast or deep: iterations and breadth (default fast)")
       ->check(CLI::IsMember({"fast", "deep"}));
-  cmd->add_option("--iterations", o->iterations,
+  cmd->add_option("--iterations", o.iterations,
                   "Attempts at most (default: 6 in fast mode, 16 in deep mode)");
-  cmd->add_option("--out", o->out,
+  cmd->add_option("--out", o.out,
                   "Folder for the attempts, best kernel and reports "
                   "(default ./openkernel-out/SESSION)");
-  cmd->add_option("--resume", o->resume, "Continue a recorded session");
-  cmd->add_option("--session", o->session_id,
+  cmd->add_option("--resume", o.resume, "Continue a recorded session");
+  cmd->add_option("--session", o.session_id,
                   "Id for the new session (default: generated; sweeps name their sessions)")
       ->check([](const std::string& id) -> std::string {
         if (id.empty() || id.size() > 64) return "a session id has 1 to 64 characters";
@@ -342,36 +374,51 @@ void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
         return "";
       })
       ->excludes("--resume");
-  cmd->add_option("--search", o->search,
+  cmd->add_option("--search", o.search,
                   "engine (intent tree under an evolving strategy), best-of-n (independent "
                   "samples) or prior (the proposer's order); default engine")
       ->check(CLI::IsMember({"engine", "best-of-n", "prior"}));
-  cmd->add_option("--in-flight", o->in_flight,
+  cmd->add_option("--in-flight", o.in_flight,
                   "Generations in flight while the device evaluates (default: 1 builtin; a "
                   "model 2 fast, 4 deep)");
-  cmd->add_option("--budget-wall-s", o->budget_wall_s,
+  cmd->add_option("--budget-wall-s", o.budget_wall_s,
                   "Stop issuing work after this many seconds of wall time");
-  cmd->add_option("--budget-device-s", o->budget_device_s,
+  cmd->add_option("--budget-device-s", o.budget_device_s,
                   "Stop issuing work after this many seconds of device (evaluation) time");
-  cmd->add_option("--strategy", o->strategy,
+  cmd->add_option("--strategy", o.strategy,
                   "Use this strategy of the store's population instead of the population's "
                   "choice (see `openkernel strategies`)");
-  cmd->add_option("--stop-at-sol", o->stop_at_sol,
+  cmd->add_option("--stop-at-sol", o.stop_at_sol,
                   "Stop once a correct kernel reaches this fraction of speed of light (default "
                   "0.95; 1 or more: never, e.g. to measure every template point)");
-  cmd->add_option("--prebuild", o->prebuild,
+  cmd->add_option("--prebuild", o.prebuild,
                   "Build load_inline candidates on spare cores while they wait for the device: "
                   "off (default; opt-in, not yet measured on the GPU), auto (on a GPU backend) "
                   "or on")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_flag("--no-compile-baseline", o->no_compile_baseline,
+  cmd->add_flag("--no-compile-baseline", o.no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");
-  cmd->add_flag("--json", o->json, "Print one JSON object (the report) as the last line");
-  add_python_option(cmd, o->python);
-  cmd->add_option("--seed", o->seed, "Seed of the builtin generator (default: random)");
-  add_limit_options(cmd, o->limits);
+  cmd->add_flag("--json", o.json, "Print one JSON object (the report) as the last line");
+  add_python_option(cmd, o.python);
+  cmd->add_option("--seed", o.seed, "Seed of the builtin generator (default: random)");
+  add_limit_options(cmd, o.limits);
   cmd->add_option("--db", g.db, "Store database");
-  cmd->callback([&g, &action, o] { action = [&g, o] { return run_optimize(g, *o); }; });
+}
+
+void add_optimize_command(CLI::App& app, GlobalOptions& g, Action& action) {
+  auto o = std::make_shared<OptimizeOptions>();
+  auto* cmd = app.add_subcommand(
+      "optimize",
+      "Generate, verify and time kernels for a reference; keep the fastest correct one");
+  add_optimize_flags(cmd, *o, g);
+  cmd->callback([&g, &action, o] {
+    action = [&g, o] {
+      ProgressPrinter printer(g.quiet);
+      FrontEnd fe;
+      fe.observer = &printer;
+      return run_optimize(g, *o, fe);
+    };
+  });
 }
 
 }  // namespace ok::cli

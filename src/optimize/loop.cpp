@@ -78,8 +78,7 @@ util::Result<Outcome> Loop::run() {
                    : default_in_flight(options_.mode, options_.model == "builtin");
   std::filesystem::create_directories(options_.out_dir / "attempts");
   if (auto r = prepare_search(); !r) return std::unexpected(r.error());
-  observer_.started(
-      standing(), fmt::format("{} on {} with {}", problem_.name, options_.backend, options_.model));
+  observer_.started(standing(), session_info());
   observer_.strategy(
       standing(),
       fmt::format("{} search, strategy {} for {} problems, {} in flight{}",
@@ -96,15 +95,26 @@ util::Result<Outcome> Loop::run() {
 }
 
 // Runs the flights until none is left; returns why no new work was issued ("" for none).
+// While a Control holds the session paused, nothing new is issued (the replayed directions
+// included) and the loop waits for the flights, or for the pause to end, polling.
 util::Result<std::string> Loop::drive() {
   std::string stopping;
-  for (auto& d : replayed_directions_) start_generation(d);
-  replayed_directions_.clear();
   while (true) {
     if (stopping.empty()) stopping = stop_reason_now();
-    if (stopping.empty()) issue_directions();
+    if (stopping == "stopped" && cancelled()) stopping = "interrupted";  // Ctrl-C during a stop
+    tell_control_state();
+    const bool held = stopping.empty() && deps_.control && deps_.control->paused();
+    if (!held) {
+      for (auto& d : replayed_directions_) start_generation(d);
+      replayed_directions_.clear();
+    }
+    if (stopping.empty() && !held) issue_directions();
     publish_decisions();
-    if (flights_.empty()) break;
+    if (flights_.empty() && !held) break;
+    if (flights_.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
     auto progressed = step(stopping);
     if (!progressed) return std::unexpected(progressed.error());
     if (!*progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -174,7 +184,11 @@ void Loop::finish_session(const std::string& stopping) {
   outcome_.stop_reason = !stopping.empty()    ? stopping
                          : planner_exhausted_ ? "exhausted"
                                               : "iterations";
-  outcome_.status = outcome_.stop_reason == "interrupted" ? "interrupted" : "finished";
+  // A session stopped through its Control ends short of its search: resumable, and not a lesson
+  // for the strategy population (nor is an interrupted one).
+  outcome_.status = outcome_.stop_reason == "interrupted" ? "interrupted"
+                    : outcome_.stop_reason == "stopped"   ? "stopped"
+                                                          : "finished";
   outcome_.cost_usd = spent();
   if (prebuilder_) prebuilder_->stop();
   if (outcome_.best) {
@@ -314,6 +328,8 @@ util::Result<void> Loop::take_evaluation(Flight& f) {
   if (auto c = median_of(r, "compile_runtime_us")) outcome_.compile_runtime_us = c;
   a.error = failure_text(r);
   a.summary = summarize_result(r);
+  // The torch.compile time the session knows (timed once per session, on the GPU), for observers.
+  if (outcome_.compile_runtime_us) a.summary["compile_runtime_us"] = *outcome_.compile_runtime_us;
   r["versions"] = deps_.worker->hello().value("versions", json::object());
   auto ids = eval::record_evaluation(
       *deps_.store, {problem_.name, options_.reference, options_.level, options_.number}, a.path, r,
@@ -477,7 +493,31 @@ Standing Loop::standing() const {
   s.total = total_;
   if (outcome_.best) s.best_speedup = outcome_.attempts[*outcome_.best].speedup;
   s.cost_usd = spent();
+  s.elapsed_s = started_at_ == Clock::time_point{} ? 0.0 : seconds_since(started_at_);
+  s.recorded = static_cast<int>(outcome_.attempts.size());
   return s;
+}
+
+SessionInfo Loop::session_info() const {
+  const json& d = problem_.device;
+  std::string device = d.is_object() && d.contains("name") && d["name"].is_string()
+                           ? d["name"].get<std::string>()
+                           : (options_.backend == "cpu" ? "cpu" : "GPU");
+  return {.session = session_id_,
+          .problem = problem_.name,
+          .backend = options_.backend,
+          .model = options_.model,
+          .device = std::move(device),
+          .what = fmt::format("{} on {} with {}", problem_.name, options_.backend, options_.model)};
+}
+
+// Tells the observer when the Control's state changed since the last time it was told.
+void Loop::tell_control_state() {
+  if (!deps_.control) return;
+  std::string now = deps_.control->state();
+  if (now == control_state_) return;
+  control_state_ = std::move(now);
+  observer_.control(standing(), control_state_);
 }
 
 }  // namespace ok::optimize

@@ -95,6 +95,8 @@ class Loop {
   double spent() const;
   bool cancelled() const;
   Standing standing() const;
+  SessionInfo session_info() const;
+  void tell_control_state();
 
   // loop_search.cpp: the planner and the population.
   util::Result<void> prepare_search();
@@ -131,6 +133,7 @@ class Loop {
   std::vector<search::Direction> replayed_directions_;  // issued before a kill, never recorded
   std::vector<search::Decision> decisions_;
   Clock::time_point started_at_{};
+  std::string control_state_ = "running";  // as last told to the observer
   double device_busy_s_ = 0;
   Clock::time_point first_evaluation_start_{}, last_evaluation_end_{};
   int evaluations_ = 0;

@@ -172,6 +172,7 @@ void Loop::update_population() {
 
 std::string Loop::stop_reason_now() const {
   if (cancelled()) return "interrupted";
+  if (deps_.control && deps_.control->stop_requested()) return "stopped";
   if (options_.budget_usd && spent() >= *options_.budget_usd) return "budget";
   if (options_.budget_wall_s && seconds_since(started_at_) >= *options_.budget_wall_s)
     return "wall_time";

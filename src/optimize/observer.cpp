@@ -5,13 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include "optimize/agents.hpp"
+#include "optimize/event_payload.hpp"
 
 namespace ok::optimize {
 
 using nlohmann::json;
 
-void FanOut::started(const Standing& s, const std::string& what) {
-  for (auto* o : observers_) o->started(s, what);
+void FanOut::started(const Standing& s, const SessionInfo& info) {
+  for (auto* o : observers_) o->started(s, info);
 }
 void FanOut::strategy(const Standing& s, const std::string& text) {
   for (auto* o : observers_) o->strategy(s, text);
@@ -38,21 +39,18 @@ void FanOut::search_decision(const Standing& s, int intent, const std::string& k
 void FanOut::warning(const std::string& text) {
   for (auto* o : observers_) o->warning(text);
 }
+void FanOut::control(const Standing& s, const std::string& state) {
+  for (auto* o : observers_) o->control(s, state);
+}
 void FanOut::stopped(const Standing& s, const std::string& reason) {
   for (auto* o : observers_) o->stopped(s, reason);
 }
 
 namespace {
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 // The payload of an event with the running figures, `extra` merged in.
-std::string payload(const Standing& s, json extra = json::object()) {
-  extra["best_speedup"] = or_null(s.best_speedup);
-  extra["cost_usd"] = s.cost_usd;
+std::string with_standing(const Standing& s, json extra = json::object()) {
+  extra.update(payload::standing(s));
   return extra.dump();
 }
 
@@ -65,21 +63,6 @@ store::EventRow row(const char* kind, int number, int total, std::string text,
   r.text = std::move(text);
   r.payload_json = std::move(payload_json);
   return r;
-}
-
-json attempt_json(const Attempt& a) {
-  return {{"number", a.number},
-          {"generator", a.generator},
-          {"path", a.path},
-          {"verdict", a.verdict},
-          {"correct", a.correct},
-          {"speedup", or_null(a.speedup)},
-          {"runtime_us", or_null(a.runtime_us)},
-          {"error", a.error},
-          {"cost_usd", a.cost_usd},
-          {"description", a.description},
-          {"wall_s", a.wall_s},
-          {"evaluation_id", or_null(a.evaluation_id)}};
 }
 
 }  // namespace
@@ -107,14 +90,14 @@ std::optional<util::Error> StoreObserver::error() const {
                                                lost_ == 1 ? "" : "s", error_->message)};
 }
 
-void StoreObserver::started(const Standing& s, const std::string& what) {
-  append(row("started", 0, s.total, what, payload(s)));
+void StoreObserver::started(const Standing& s, const SessionInfo& info) {
+  append(row("started", 0, s.total, info.what, with_standing(s, {{"info", payload::info(info)}})));
 }
 void StoreObserver::strategy(const Standing& s, const std::string& text) {
-  append(row("strategy", 0, s.total, text, payload(s)));
+  append(row("strategy", 0, s.total, text, with_standing(s)));
 }
 void StoreObserver::generating(const Standing& s, int number, const std::string& what) {
-  append(row("generating", number, s.total, what, payload(s)));
+  append(row("generating", number, s.total, what, with_standing(s)));
 }
 void StoreObserver::model_text(int number, std::string_view text) {
   append(row("model_text", number, 0, std::string(text)));
@@ -123,21 +106,24 @@ void StoreObserver::model_retry(int number, const std::string& why) {
   append(row("model_retry", number, 0, why));
 }
 void StoreObserver::evaluating(const Standing& s, int number, const std::string& description) {
-  append(row("evaluating", number, s.total, description, payload(s)));
+  append(row("evaluating", number, s.total, description, with_standing(s)));
 }
 void StoreObserver::attempt_finished(const Standing& s, const Attempt& a) {
   append(row("attempt_finished", a.number, s.total, a.verdict,
-             payload(s, {{"attempt", attempt_json(a)}})));
+             with_standing(s, {{"attempt", payload::attempt(a)}})));
 }
 void StoreObserver::search_decision(const Standing& s, int intent, const std::string& kind,
                                     const std::string& text) {
-  append(row("search_decision", intent, s.total, text, payload(s, {{"decision", kind}})));
+  append(row("search_decision", intent, s.total, text, with_standing(s, {{"decision", kind}})));
 }
 void StoreObserver::warning(const std::string& text) {
   append(row("warning", 0, 0, text));
 }
+void StoreObserver::control(const Standing& s, const std::string& state) {
+  append(row("control", 0, s.total, state, with_standing(s)));
+}
 void StoreObserver::stopped(const Standing& s, const std::string& reason) {
-  append(row("stopped", 0, s.total, reason, payload(s)));
+  append(row("stopped", 0, s.total, reason, with_standing(s)));
 }
 
 }  // namespace ok::optimize

@@ -27,13 +27,23 @@ struct Standing {
   int total = 0;                       // the session's iteration limit
   std::optional<double> best_speedup;  // of the best correct attempt so far
   double cost_usd = 0;                 // spent so far, model calls included
+  double elapsed_s = 0;                // wall seconds since the session (re)started its search
+  int recorded = 0;                    // attempts recorded so far, resumed ones included
+};
+
+// What a session runs: told once, when it starts.
+struct SessionInfo {
+  std::string session, problem, backend;
+  std::string model;   // "builtin" for the builtin generator, else the registry's name
+  std::string device;  // what the worker reports, e.g. "NVIDIA H200", or "cpu"
+  std::string what;    // "NAME on BACKEND with MODEL"
 };
 
 class Observer {
  public:
   virtual ~Observer() = default;
-  // The session began: "NAME on BACKEND with MODEL".
-  virtual void started(const Standing& s, const std::string& what) = 0;
+  // The session began (or resumed).
+  virtual void started(const Standing& s, const SessionInfo& info) = 0;
   // The search's set-up: policy, strategy, problem class, generations in flight, template points.
   virtual void strategy(const Standing& s, const std::string& text) = 0;
   // Attempt `number`'s generation was issued; `what` is the intent's title or the generator.
@@ -53,6 +63,9 @@ class Observer {
   virtual void search_decision(const Standing& s, int intent, const std::string& kind,
                                const std::string& text) = 0;
   virtual void warning(const std::string& text) = 0;
+  // The session was paused, resumed or asked to stop (Control): `state` is "paused", "running"
+  // or "stopping".
+  virtual void control(const Standing& s, const std::string& state) = 0;
   // The session stopped; `reason` is Outcome::stop_reason.
   virtual void stopped(const Standing& s, const std::string& reason) = 0;
 };
@@ -61,7 +74,7 @@ class Observer {
 class FanOut final : public Observer {
  public:
   explicit FanOut(std::vector<Observer*> observers) : observers_(std::move(observers)) {}
-  void started(const Standing& s, const std::string& what) override;
+  void started(const Standing& s, const SessionInfo& info) override;
   void strategy(const Standing& s, const std::string& text) override;
   void generating(const Standing& s, int number, const std::string& what) override;
   void model_text(int number, std::string_view text) override;
@@ -71,6 +84,7 @@ class FanOut final : public Observer {
   void search_decision(const Standing& s, int intent, const std::string& kind,
                        const std::string& text) override;
   void warning(const std::string& text) override;
+  void control(const Standing& s, const std::string& state) override;
   void stopped(const Standing& s, const std::string& reason) override;
 
  private:
@@ -86,7 +100,7 @@ class StoreObserver final : public Observer {
   static util::Result<std::unique_ptr<StoreObserver>> open(const std::filesystem::path& db,
                                                            std::string session);
 
-  void started(const Standing& s, const std::string& what) override;
+  void started(const Standing& s, const SessionInfo& info) override;
   void strategy(const Standing& s, const std::string& text) override;
   void generating(const Standing& s, int number, const std::string& what) override;
   void model_text(int number, std::string_view text) override;
@@ -96,6 +110,7 @@ class StoreObserver final : public Observer {
   void search_decision(const Standing& s, int intent, const std::string& kind,
                        const std::string& text) override;
   void warning(const std::string& text) override;
+  void control(const Standing& s, const std::string& state) override;
   void stopped(const Standing& s, const std::string& reason) override;
 
   // Why events were lost, with how many; nullopt while every write succeeded.

@@ -10,7 +10,8 @@
 // and a resumed session rebuilds the planner by replaying its recorded attempts.
 //
 // Stops on the iteration limit, the USD / wall-time / device-time budgets, an exhausted
-// generator, Ctrl-C, or a correct candidate within 5% of speed of light. Paid work is never
+// generator, Ctrl-C, a stop asked through Control, or a correct candidate within 5% of speed of
+// light; a Control's pause holds new generations back. Paid work is never
 // thrown away: generations already paid for are evaluated after a USD or iteration stop, and kept
 // as not_evaluated attempts after a time budget stops the device.
 //
@@ -32,6 +33,7 @@
 #include "eval/worker.hpp"
 #include "llm/accounting.hpp"
 #include "optimize/agents.hpp"
+#include "optimize/control.hpp"
 #include "optimize/observer.hpp"
 #include "store/store.hpp"
 
@@ -78,9 +80,9 @@ int default_in_flight(const std::string& mode, bool builtin);
 
 struct Outcome {
   std::string session;
-  std::string status;  // finished, interrupted, failed
+  std::string status;  // finished, interrupted, stopped (Control::request_stop), failed
   // iterations, budget, wall_time, device_time, exhausted, unsupported, speed_of_light,
-  // interrupted, error
+  // interrupted, stopped, error
   std::string stop_reason;
   std::vector<Attempt> attempts;
   std::optional<size_t> best;  // index into attempts
@@ -104,6 +106,7 @@ struct Dependencies {
   llm::Ledger* ledger = nullptr;  // LLM spending (null for builtin)
   const std::atomic<bool>* cancel = nullptr;
   Observer* observer = nullptr;  // told every event (observer.hpp); null: nobody listens
+  Control* control = nullptr;    // pause and graceful stop from another thread (control.hpp)
   std::string cache_dir;
   // Pre-builds (docs/search.md, "Pre-builds"): build workers for this many slots, 0 for none.
   std::function<util::Result<eval::Worker>()> start_build_worker;

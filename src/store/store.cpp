@@ -151,6 +151,31 @@ util::Result<std::optional<SessionRow>> Store::find_session(const std::string& i
   });
 }
 
+util::Result<std::vector<SessionSummary>> Store::sessions(int limit) {
+  auto st = db_.prepare(
+      "SELECT s.id, s.name, s.backend, s.model, s.mode, s.status, s.created_at, s.updated_at, "
+      "(SELECT COUNT(*) FROM attempts a WHERE a.session = s.id), s.best_speedup, s.cost_usd, "
+      "s.out_dir FROM sessions s ORDER BY s.created_at DESC, s.rowid DESC LIMIT ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, int64_t{limit > 0 ? limit : -1});  // SQLite: a negative LIMIT is none
+  return st->rows([](const Statement& row) {
+    SessionSummary s;
+    s.id = row.col_text(0);
+    s.problem = row.col_text(1);
+    s.backend = row.col_text(2);
+    s.model = row.col_text(3);
+    s.mode = row.col_text(4);
+    s.status = row.col_text(5);
+    s.started_at = row.col_text(6);
+    s.updated_at = row.col_text(7);
+    s.attempts = static_cast<int>(row.col_int(8));
+    s.best_speedup = opt_double(row, 9);
+    s.cost_usd = row.col_double(10);
+    s.out_dir = row.col_text(11);
+    return s;
+  });
+}
+
 util::Result<int64_t> Store::insert_attempt(const AttemptRow& a) {
   auto st = db_.prepare(
       "INSERT INTO attempts(session, number, generator, candidate_id, evaluation_id, path, "

@@ -60,6 +60,17 @@ struct SessionRow {
   double cost_usd = 0;
 };
 
+// A session as `kernel-code sessions` lists it: the row's figures and its attempts so far.
+struct SessionSummary {
+  std::string id, problem, backend, model, mode;
+  std::string status;                  // running, finished, interrupted, stopped, failed
+  std::string started_at, updated_at;  // UTC, ISO 8601 with milliseconds
+  int attempts = 0;                    // recorded so far
+  std::optional<double> best_speedup;
+  double cost_usd = 0;
+  std::string out_dir;
+};
+
 // One generate-evaluate-diagnose step of a session; written as soon as it ends.
 struct AttemptRow {
   std::string session;
@@ -136,6 +147,8 @@ class Store {
   // Updates status, best attempt/speedup, compile runtime and cost (and updated_at).
   util::Result<void> update_session(const SessionRow& s);
   util::Result<std::optional<SessionRow>> find_session(const std::string& id);
+  // The sessions, newest first (by start), at most `limit` (0: all).
+  util::Result<std::vector<SessionSummary>> sessions(int limit = 0);
   util::Result<int64_t> insert_attempt(const AttemptRow& a);
   // The critic's diagnosis arrives after the attempt was recorded (the attempt is written as soon
   // as it is evaluated): sets it with the attempt's final cost and wall time.

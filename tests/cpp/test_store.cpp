@@ -295,6 +295,46 @@ void write_session(Store& s, const std::string& id, const std::string& problem_h
   ASSERT_TRUE(s.insert_attempt(a).has_value());
 }
 
+TEST_F(StoreTest, SessionsAreListedNewestFirstWithTheirFigures) {
+  auto s = open();
+  EXPECT_TRUE(s.sessions().value().empty());
+  write_session(s, "older", "ph", "c1", evaluation(0, 0, "correct"));
+  write_session(s, "newer", "ph", "c2", evaluation(0, 0, "correct"));
+  // Both rows were written within a millisecond or so: the older one is moved back in time.
+  ASSERT_TRUE(
+      s.db().exec("UPDATE sessions SET created_at = '2026-01-01T00:00:00.000Z' WHERE "
+                  "id = 'older'"));
+  ok::store::SessionRow row = *s.find_session("newer").value();
+  row.status = "stopped";
+  row.best_attempt = 1;
+  row.best_speedup = 1.5;
+  row.cost_usd = 0.25;
+  ASSERT_TRUE(s.update_session(row));
+  auto all = s.sessions();
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  const auto& n = (*all)[0];
+  EXPECT_EQ(n.id, "newer");
+  EXPECT_EQ(n.problem, "P");
+  EXPECT_EQ(n.backend, "cpu");
+  EXPECT_EQ(n.model, "builtin");
+  EXPECT_EQ(n.mode, "fast");
+  EXPECT_EQ(n.status, "stopped");
+  EXPECT_EQ(n.attempts, 2);
+  EXPECT_EQ(n.best_speedup, 1.5);
+  EXPECT_DOUBLE_EQ(n.cost_usd, 0.25);
+  EXPECT_EQ(n.out_dir, "/out");
+  EXPECT_EQ(n.started_at.size(), 24u) << n.started_at;  // 2026-01-01T00:00:00.000Z
+  EXPECT_GE(n.updated_at, n.started_at);
+  EXPECT_EQ((*all)[1].id, "older");
+  EXPECT_EQ((*all)[1].started_at, "2026-01-01T00:00:00.000Z");
+  EXPECT_FALSE((*all)[1].best_speedup.has_value());
+  auto one = s.sessions(1);
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().id, "newer");
+}
+
 TEST_F(StoreTest, MergeSessionsCopiesSessionsWithTheirRowsAndIsRepeatable) {
   // The main store already has rows of its own (ids 1..), so copied ids must be remapped.
   auto main = open();

@@ -29,7 +29,7 @@ fs::path temp_db(const std::string& name) {
 class Recorder final : public Observer {
  public:
   std::vector<std::string> seen;
-  void started(const Standing&, const std::string& what) override { add("started", 0, what); }
+  void started(const Standing&, const SessionInfo& info) override { add("started", 0, info.what); }
   void strategy(const Standing&, const std::string& text) override { add("strategy", 0, text); }
   void generating(const Standing&, int n, const std::string& what) override {
     add("generating", n, what);
@@ -49,6 +49,7 @@ class Recorder final : public Observer {
     add("search_decision", intent, kind + ": " + text);
   }
   void warning(const std::string& text) override { add("warning", 0, text); }
+  void control(const Standing&, const std::string& state) override { add("control", 0, state); }
   void stopped(const Standing&, const std::string& reason) override { add("stopped", 0, reason); }
 
  private:
@@ -62,7 +63,18 @@ Standing standing() {
   s.total = 6;
   s.best_speedup = 1.5;
   s.cost_usd = 0.25;
+  s.elapsed_s = 12.5;
+  s.recorded = 3;
   return s;
+}
+
+SessionInfo info(const std::string& what) {
+  return {.session = "s-1",
+          .problem = "relu",
+          .backend = "cpu",
+          .model = "m",
+          .device = "cpu",
+          .what = what};
 }
 
 }  // namespace
@@ -73,7 +85,7 @@ TEST(FanOut, HandsEveryEventToEachObserverInOrder) {
   Attempt at;
   at.number = 2;
   at.verdict = "correct";
-  both.started(standing(), "relu on cpu with builtin");
+  both.started(standing(), info("relu on cpu with builtin"));
   both.generating(standing(), 1, "builtin");
   both.model_text(1, "```python");
   both.attempt_finished(standing(), at);
@@ -105,12 +117,22 @@ TEST(StoreObserver, ASecondConnectionFollowsEveryEventWhileTheyAreWritten) {
     return rows->back();
   };
 
-  o.started(standing(), "relu on cpu with m");
+  o.started(standing(), info("relu on cpu with m"));
   auto e = next();
   EXPECT_EQ(e.kind, "started");
   EXPECT_EQ(e.total, 6);
   EXPECT_EQ(e.text, "relu on cpu with m");
-  EXPECT_EQ(json::parse(e.payload_json), json({{"best_speedup", 1.5}, {"cost_usd", 0.25}}));
+  EXPECT_EQ(json::parse(e.payload_json), json({{"best_speedup", 1.5},
+                                               {"cost_usd", 0.25},
+                                               {"elapsed_s", 12.5},
+                                               {"recorded", 3},
+                                               {"info",
+                                                {{"session", "s-1"},
+                                                 {"problem", "relu"},
+                                                 {"backend", "cpu"},
+                                                 {"model", "m"},
+                                                 {"device", "cpu"},
+                                                 {"what", "relu on cpu with m"}}}}));
 
   o.model_text(1, "Here is a kernel");
   e = next();
@@ -139,13 +161,14 @@ TEST(StoreObserver, ASecondConnectionFollowsEveryEventWhileTheyAreWritten) {
   EXPECT_EQ(json::parse(e.payload_json)["decision"], "intent_failed");
 
   for (const char* kind :
-       {"strategy", "generating", "model_retry", "evaluating", "warning", "stopped"}) {
+       {"strategy", "generating", "model_retry", "evaluating", "warning", "control", "stopped"}) {
     const std::string k = kind;
     if (k == "strategy") o.strategy(standing(), "engine search");
     if (k == "generating") o.generating(standing(), 2, "an intent");
     if (k == "model_retry") o.model_retry(2, "HTTP 503");
     if (k == "evaluating") o.evaluating(standing(), 2, "fused");
     if (k == "warning") o.warning("careful");
+    if (k == "control") o.control(standing(), "paused");
     if (k == "stopped") o.stopped(standing(), "iterations");
     EXPECT_EQ(next().kind, k);
   }
