@@ -387,9 +387,9 @@ std::vector<score::Row> rows_after(const std::vector<Problem>& problems, int k) 
     r.verdict = seen ? p.attempts[seen - 1].verdict : "no_attempts";
     for (size_t i = 0; i < seen; ++i) {
       const auto& a = p.attempts[i];
-      bool better =
-          !r.correct || (a.speedup && (!r.speedup_eager || *a.speedup > *r.speedup_eager));
-      if (!a.correct || !better) continue;
+      // As the session picks its best (optimize's Loop::consider_best): correct with a speedup.
+      if (!a.correct || !a.speedup) continue;
+      if (r.speedup_eager && *a.speedup <= *r.speedup_eager) continue;
       r.correct = true;
       r.verdict = a.verdict;
       r.speedup_eager = a.speedup;

@@ -48,10 +48,11 @@ struct Inputs {
   std::vector<score::PublishedFigure> published;  // data/baselines/published.json
 };
 
-// The rows of a problem set as they stood after the first `k` attempts of each problem (best
-// correct speedup so far; a problem whose session ended earlier keeps its final result). Problems
-// without recorded attempts are left out. At k >= every problem's attempt count the rows agree
-// with the runs' own rows wherever the store and the TSV agree.
+// The rows of a problem set as they stood after the first `k` attempts of each problem (the
+// best correct attempt with a speedup so far, as a session picks its best; a problem whose session
+// ended earlier keeps its final result). Problems without recorded attempts are left out. At k >=
+// every problem's attempt count the rows agree with the runs' own rows wherever the store and the
+// TSV agree.
 std::vector<score::Row> rows_after(const std::vector<Problem>& problems, int k);
 
 // The charts, in this order, each {id, title, kind, ...}; ids: fast_p_vs_published,
