@@ -185,7 +185,7 @@ json scaling(const Inputs& in) {
   for (const auto& run : in.runs) {
     auto problems = with_attempts(run.problems);
     if (problems.empty()) continue;
-    for (size_t i : {size_t{0}, kFast1}) {
+    for (size_t i : {size_t{0}, kFast1, size_t{2}}) {  // fast_0.0, fast_1.0, fast_1.2
       json x = json::array(), y = json::array();
       for (int k = 1; k <= max_attempts(problems); ++k) {
         x.push_back(k);

@@ -75,50 +75,79 @@ std::string join(const std::vector<std::string>& parts) {
   return s;
 }
 
-// Grouped bars: `categories` along x, one bar per series in each, its value printed above it.
+// A tic label over several lines: "fast_1.0 vs eager, levels 1,2,3" -> two lines.
+std::string tic_label(const json& label) {
+  std::string s = label.is_string() ? label.get<std::string>() : label.dump();
+  for (size_t at = s.find(", "); at != std::string::npos; at = s.find(", ", at))
+    s.replace(at, 2, "\n");
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+// A legend below the plot in two columns, with the bottom margin it needs (in lines) beside
+// `tic_lines` lines of x tic labels and the axis label.
+std::string key_below(size_t entries, int tic_lines) {
+  return fmt::format("set key outside below left Left reverse maxcols 2\nset bmargin {}\n",
+                     tic_lines + 3 + static_cast<int>((entries + 1) / 2));
+}
+
+// Grouped bars: one group per category holding only the series that have a value there (a
+// published system reports few metrics), each bar's value printed above it.
 Body bars(const json& c, const fs::path& dir) {
   Body b;
   const json& cats = c["categories"];
   const json& series = c["series"];
-  std::string dat = "# category";
-  for (size_t i = 0; i < series.size(); ++i) dat += fmt::format("\ts{}", i);
-  dat += "\n";
+  std::vector<std::string> blocks(series.size());
+  std::string tics;
+  double x = 0;
   for (size_t k = 0; k < cats.size(); ++k) {
-    dat += qj(cats[k]);
-    for (const auto& s : series) dat += "\t" + num(s["values"][k]);
-    dat += "\n";
+    const double start = x;
+    for (size_t i = 0; i < series.size(); ++i) {
+      const json& v = series[i]["values"][k];
+      if (!v.is_number()) continue;
+      const bool below = series[i].contains("bounds") && series[i]["bounds"][k] == "below";
+      const json& n = series[i].contains("n") ? series[i]["n"][k] : json(nullptr);
+      blocks[i] +=
+          fmt::format("{}\t{}\t\"{}{:.2f}{}\"\n", x, num(v), below ? "<" : "", v.get<double>(),
+                      n.is_number() ? fmt::format("\\nn={}", n.dump()) : "");
+      x += 1;
+    }
+    if (x > start)
+      tics +=
+          fmt::format("{}{} {}", tics.empty() ? "" : ", ", tic_label(cats[k]), (start + x - 1) / 2);
+    x += 1;  // the gap between groups
   }
+  std::string dat;
+  for (const auto& block : blocks) dat += (block.empty() ? "NaN\tNaN\t\"\"\n" : block) + "\n\n";
   b.data["bars.dat"] = dat;
-  const size_t n = std::max<size_t>(series.size(), 1);
-  const double width = 1.0 / (static_cast<double>(n) + 1);  // clustered, gap 1
-  b.height = 480 + 20 * static_cast<int>((n + 1) / 2);
-  b.setup =
-      "set style data histograms\nset style histogram clustered gap 1\n"
-      "set key outside below left Left reverse maxcols 2\nset grid ytics\nset xtics nomirror\n";
-  if (!c["y"].contains("range")) b.setup += "set yrange [0:*]\n";
-  std::vector<std::string> parts, labels;
+  b.width = std::max(900, 220 + 34 * static_cast<int>(x));
+  b.height = 560 + 20 * static_cast<int>((series.size() + 1) / 2);
+  b.setup = fmt::format(
+      "set boxwidth 0.85 absolute\nset xrange [-1:{}]\nset xtics ({}) nomirror scale 0\n"
+      "set grid ytics\nunset xlabel\n{}",
+      x - 1, tics.empty() ? "\"\" 0" : tics, key_below(series.size(), 2));
+  // Room above the tallest bar for its label.
+  b.setup += c["y"].contains("range") ? "set yrange [0:1.12]\n"
+                                      : "set yrange [0:*]\nset offsets 0,0,graph 0.1,0\n";
+  std::vector<std::string> parts;
   for (size_t i = 0; i < series.size(); ++i) {
     const json& s = series[i];
     std::string title = s.value("name", "");
     if (auto hw = s.value("hardware", ""); !hw.empty()) title += " [" + hw + "]";
     const bool published = s.contains("ours") && !s["ours"].get<bool>();
     if (s.contains("ours") && !published) title = "ours: " + title;
-    parts.push_back(fmt::format("{} using {}{} title {} lc rgb {} fill solid {} border lc rgb {}",
-                                i == 0 ? path_in(dir, "bars.dat") : "''", i + 2,
-                                i == 0 ? ":xtic(1)" : "", q(title), q(colour(i)),
-                                published ? "0.45" : "1.0", q(std::string("#333333"))));
-    const double offset = (static_cast<double>(i) - (static_cast<double>(n) - 1) / 2) * width;
-    // A published upper bound prints as "<0.20".
-    const bool below = s.contains("bounds") && std::ranges::any_of(s["bounds"], [](const json& x) {
-                         return x.is_string() && x == "below";
-                       });
-    labels.push_back(fmt::format(
-        "'' using ($0{:+.4f}):{}:(sprintf(\"{}%.2f\", column({}))) with labels offset 0,0.6 "
-        "font \",8\" notitle",
-        offset, i + 2, below ? "<" : "", i + 2));
+    const std::string src = i == 0 ? path_in(dir, "bars.dat") : "''";
+    parts.push_back(fmt::format(
+        "{} index {} using 1:2 with boxes title {} lc rgb {} fill {} border lc rgb \"#333333\"",
+        src, i, q(title), q(colour(i)), published ? "pattern 4" : "solid 0.9"));
+    parts.push_back(
+        fmt::format("'' index {} using 1:2:3 with labels offset 0,1.2 font \",8\" notitle", i));
   }
-  parts.insert(parts.end(), labels.begin(), labels.end());
-  b.plot = "plot " + join(parts);
+  b.plot = parts.empty() ? "plot NaN notitle" : "plot " + join(parts);
   return b;
 }
 
@@ -138,18 +167,22 @@ Body box(const json& c, const fs::path& dir) {
       points += fmt::format(
           "{:.4f}\t{}\n",
           static_cast<double>(i) + 0.3 + 0.1 * std::sin(static_cast<double>(k) * 2.4), num(v[k]));
-    tics.push_back(fmt::format(
-        "{} {}", q(fmt::format("{} (n={})", series[i].value("name", ""), st.value("n", 0))), i));
+    tics.push_back(
+        fmt::format("{} {}",
+                    tic_label(fmt::format("{}, vs {}, n={}", series[i].value("run", ""),
+                                          series[i].value("baseline", ""), st.value("n", 0))),
+                    i));
   }
+  b.width = std::max(1000, 200 + 270 * static_cast<int>(series.size()));
   b.data["stats.dat"] = stats;
   b.data["points.dat"] = points.empty() ? "NaN\tNaN\n" : points;
   std::string tic_list;
   for (const auto& t : tics) tic_list += (tic_list.empty() ? "" : ", ") + t;
   b.setup = fmt::format(
-      "set xrange [-0.6:{}]\nset xtics ({}) rotate by -20 left nomirror\nset grid ytics\n"
+      "set xrange [-0.6:{}]\nset xtics ({}) nomirror\nset grid ytics\n"
       "set boxwidth 0.4\nset key top left\n"
       "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb \"#777777\"\n"
-      "set bmargin 8\n",
+      "set bmargin 6\nunset xlabel\n",
       static_cast<double>(series.size()) - 0.4, tic_list);
   b.plot = "plot " +
            join({fmt::format("{} using 1:2:3:4:5 with candlesticks whiskerbars 0.5 lc rgb {} "
@@ -161,12 +194,24 @@ Body box(const json& c, const fs::path& dir) {
   return b;
 }
 
+// Positions of names in the order first seen.
+struct Index {
+  std::vector<std::string> seen;
+  size_t index(const std::string& name) {
+    auto it = std::ranges::find(seen, name);
+    if (it != seen.end()) return static_cast<size_t>(it - seen.begin());
+    seen.push_back(name);
+    return seen.size() - 1;
+  }
+};
+
 // Lines or points: one data block per series; a series marked `frontier` drawn as steps.
 Body xy(const json& c, const fs::path& dir, bool lines) {
   Body b;
   std::string dat;
   std::vector<std::string> parts;
   const json& series = c["series"];
+  Index runs, ps;  // a colour per run, a dash pattern per threshold
   for (size_t i = 0; i < series.size(); ++i) {
     const json& s = series[i];
     dat += fmt::format("# {}\n", s.value("name", ""));
@@ -175,58 +220,67 @@ Body xy(const json& c, const fs::path& dir, bool lines) {
     if (s["x"].empty()) dat += "NaN\tNaN\n";
     dat += "\n\n";
     const bool frontier = s.value("frontier", false);
-    std::string style = frontier ? "steps lw 2 dt 2 lc rgb \"black\""
-                                 : fmt::format("{} lw 2 pt 7 ps 0.6 lc rgb {}",
-                                               lines ? "linespoints" : "points", q(colour(i)));
+    std::string style =
+        frontier
+            ? "steps lw 2 dt 2 lc rgb \"black\""
+            : fmt::format("{} lw 2 pt 7 ps 0.6 lc rgb {} dt {}", lines ? "linespoints" : "points",
+                          q(colour(runs.index(s.value("run", s.value("name", ""))))),
+                          ps.index(s.value("p", "")) + 1);
     parts.push_back(fmt::format("{} index {} using 1:2 with {} title {}",
                                 i == 0 ? path_in(dir, "series.dat") : "''", i, style,
                                 q(s.value("name", ""))));
   }
   b.data["series.dat"] = dat.empty() ? "NaN\tNaN\n" : dat;
-  b.setup = "set key outside below left Left reverse maxcols 2\nset grid\n";
+  b.setup = key_below(series.size(), 1) + "set grid\n";
   if (!lines) b.setup += "set xrange [0:*]\nset offsets graph 0, graph 0.05, graph 0.05, 0\n";
   b.height = 480 + 20 * static_cast<int>((series.size() + 1) / 2);
   b.plot = parts.empty() ? "plot NaN notitle" : "plot " + join(parts);
   return b;
 }
 
-// A grid of cells coloured by log2(z) around 1x, each labelled with z or its `text`.
+// A grid of cells coloured by log2(z) around 1x (saturating beyond 1/16x and 16x), each labelled
+// with z or its `text`; a cell without z keeps the grey background.
 Body heatmap(const json& c, const fs::path& dir) {
   Body b;
   const json& xs = c["x"]["categories"];
   const json& ys = c["y"]["categories"];
   std::string cells;
-  double extreme = 1;
   for (size_t y = 0; y < ys.size(); ++y)
     for (size_t x = 0; x < xs.size(); ++x) {
       const json& z = c["z"][y][x];
-      std::string t = c["text"][y][x].get<std::string>();
-      std::string label = z.is_number() ? fmt::format("{:.2f}x", z.get<double>()) : t;
-      json lz = z.is_number() ? json(std::log2(z.get<double>())) : json(nullptr);
-      if (lz.is_number()) extreme = std::max(extreme, std::abs(lz.get<double>()));
-      cells += fmt::format("{}\t{}\t{}\t{}\n", x, y, num(lz), q(label));
+      std::string label = z.is_number() ? fmt::format("{:.2f}x", z.get<double>())
+                                        : c["text"][y][x].get<std::string>();
+      cells += fmt::format(
+          "{}\t{}\t{}\t{}\n", x, y,
+          z.is_number() ? fmt::format("{:.6g}", std::log2(z.get<double>())) : "NaN", q(label));
     }
   b.data["cells.dat"] = cells.empty() ? "NaN\tNaN\tNaN\t\"\"\n" : cells;
-  const double range = std::min(std::ceil(extreme), 8.0);
+  constexpr int kRange = 4;  // 1/16x .. 16x
   std::string xt, yt, cbt;
-  for (size_t x = 0; x < xs.size(); ++x) xt += fmt::format("{}{} {}", x ? ", " : "", qj(xs[x]), x);
+  for (size_t x = 0; x < xs.size(); ++x)
+    xt += fmt::format("{}{} {}", x ? ", " : "", tic_label(xs[x]), x);
   for (size_t y = 0; y < ys.size(); ++y) yt += fmt::format("{}{} {}", y ? ", " : "", qj(ys[y]), y);
-  for (int e = -static_cast<int>(range); e <= static_cast<int>(range); ++e)
+  for (int e = -kRange; e <= kRange; ++e)
     cbt += fmt::format("{}\"{}x\" {}", cbt.empty() ? "" : ", ",
                        e >= 0 ? fmt::format("{}", 1 << e) : fmt::format("1/{}", 1 << -e), e);
-  b.width = 420 + 170 * static_cast<int>(xs.size());
-  b.height = 160 + 17 * static_cast<int>(ys.size());
+  b.width = 700 + 190 * static_cast<int>(xs.size());
+  b.height = 200 + 17 * static_cast<int>(ys.size());
   b.setup = fmt::format(
-      "set xrange [-0.5:{}]\nset yrange [{}:-0.5]\nset xtics ({}) rotate by -15 left nomirror "
-      "scale 0\nset ytics ({}) nomirror scale 0 font \",8\"\nset x2tics ({}) scale 0\n"
+      "set xrange [-0.5:{}]\nset yrange [{}:-0.5]\nset x2range [-0.5:{}]\n"
+      "set x2tics ({}) nomirror scale 0\nunset xtics\nset ytics ({}) nomirror scale 0 font \",8\"\n"
       "set palette defined (-1 \"#b2182b\", 0 \"#f7f7f7\", 1 \"#2166ac\")\n"
-      "set cbrange [{}:{}]\nset cbtics ({})\nset cblabel {}\nunset key\nunset xlabel\n"
-      "set object 1 rectangle from graph 0,0 to graph 1,1 behind fc rgb \"#dddddd\" "
-      "fillstyle solid\n",
-      static_cast<double>(xs.size()) - 0.5, static_cast<double>(ys.size()) - 0.5, xt, yt, xt,
-      -range, range, cbt, q(c.value("z_label", "")));
-  b.plot = "plot " + join({fmt::format("{} using 1:2:3 with image", path_in(dir, "cells.dat")),
-                           "'' using 1:2:4 with labels font \",7\""});
+      "set cbrange [{}:{}]\nset cbtics ({})\nset cblabel {}\nunset key\nunset xlabel\nunset "
+      "ylabel\n"
+      "set object 1 rectangle from graph 0,0 to graph 1,1 behind fc rgb \"#e4e4e4\" "
+      "fillstyle solid noborder\n",
+      static_cast<double>(xs.size()) - 0.5, static_cast<double>(ys.size()) - 0.5,
+      static_cast<double>(xs.size()) - 0.5, xt, yt, -kRange, kRange, cbt,
+      q(c.value("z_label", "")));
+  b.plot =
+      "plot " + join({fmt::format("{} using 1:2:(0.5):(0.5):($3 > {} ? {} : $3 < -{} ? -{} : $3) "
+                                  "with boxxyerror fc palette fillstyle solid noborder",
+                                  path_in(dir, "cells.dat"), kRange, kRange, kRange, kRange),
+                      "'' using 1:2:4 with labels font \",7\""});
   return b;
 }
 

@@ -158,10 +158,13 @@ void attach(Problem& p, const std::string& session_id, std::vector<std::vector<S
     for (size_t i = 0; i < stores[d].size(); ++i) {
       const Session& s = stores[d][i];
       const auto& r = s.problem.row;
+      // Without the task folder's session id, the same problem, backend, model and attempt
+      // count: another session of the problem (a landscape, an earlier run) is not this row's.
       bool match = !session_id.empty()
                        ? s.id == session_id
                        : r.level == p.row.level && r.problem_id == p.row.problem_id &&
-                             r.backend == p.row.backend && r.model == p.row.model;
+                             r.backend == p.row.backend && r.model == p.row.model &&
+                             p.row.attempts == static_cast<int>(s.problem.attempts.size());
       if (match && (!found || s.updated_at >= found->updated_at)) {
         found = &s;
         at = {d, i};

@@ -2,8 +2,9 @@
 //
 // Each TSV is one run. A store gives the per-attempt history of the TSV rows whose session it
 // holds (found through the sweep's task folder, `<TSV without extension>/L<level>_<nnn>_<name>/
-// session`, else by level, problem, backend and model, the newest session winning); its sessions
-// that no TSV row claims form one more run, labelled with the store's file name. A problem's
+// session`, else by level, problem, backend, model and attempt count, the newest session
+// winning); its sessions that no TSV row claims form one more run, labelled with the store's file
+// name. A problem's
 // device is, in order: the TSV's `device` column, the `device` of the report.json beside the
 // problem (the task folder, or the session's --out), a store's `cpu`, `Sources::hardware`, else
 // what the store recorded (`cuda:0`). Stores are opened with Store::open (which brings an older

@@ -81,7 +81,7 @@ TEST(ChartsData, ScalingIsScoresFastPAtEachBudget) {
   json data = ok::charts::chart_data(in);
   ASSERT_EQ(data["version"], 1);
   const json& s = chart(data, "scaling");
-  ASSERT_EQ(s["series"].size(), 2u);  // fast_0.0 and fast_1.0
+  ASSERT_EQ(s["series"].size(), 3u);  // fast_0.0, fast_1.0, fast_1.2
   const json& fast1 = s["series"][1];
   EXPECT_EQ(fast1["p"], "1.0");
   EXPECT_EQ(fast1["x"], json({1, 2}));
