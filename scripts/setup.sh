@@ -25,6 +25,8 @@ RUN_PACKAGES=(
   # without recommends): torch's C++ headers, pybind11, Python.h, setuptools (imported by
   # torch.utils.cpp_extension); ninja and g++ are above
   libtorch-dev pybind11-dev python3-dev python3-setuptools
+  # `openkernel charts`: PNG (pngcairo) and SVG without a browser
+  gnuplot-nox
 )
 TEST_PACKAGES=(
   python3-pytest

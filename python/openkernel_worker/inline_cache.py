@@ -79,6 +79,14 @@ class Run:
     output: str
 
 
+# The dependency-file flags torch puts in build.ninja, dropped from every command we run: g++'s
+# `-MMD -MF $out.d`, nvcc's `--generate-dependencies-with-compile --dependency-output $out.d` (torch
+# 1.13 and 2.0-2.5) and `-MD -MF $out.d` (torch 2.11 with CUDA 13's nvcc; without this form every
+# CUDA unit on the H200 fell back to torch's own build).
+DEPFILE_FLAGS = re.compile(r"(?<!\S)(?:-MM?D\s+-MF\s+@OUT@\.d|--generate-dependencies-with-compile"
+                           r"\s+--dependency-output\s+@OUT@\.d)(?!\S)")
+
+
 class Builder:
     """Serves build requests for one worker; `sandboxed` False only with --no-sandbox."""
 
@@ -361,10 +369,7 @@ class Builder:
     def _cmd(unit: Unit, mode: str, target: str, extra: str = "") -> str:
         """The unit's command with its dependency-file flags dropped, `mode` ("-c", "-E", "-M")
         in place of -c and `target` as the output."""
-        cmd = unit.command
-        for dep in ("-MMD -MF @OUT@.d", "--generate-dependencies-with-compile --dependency-output "
-                                        "@OUT@.d"):
-            cmd = cmd.replace(dep, "")
+        cmd = DEPFILE_FLAGS.sub("", unit.command)
         core = "-c @IN@ -o @OUT@"
         if core not in cmd or "@OUT@" in cmd.replace(core, "") or "@IN@" in cmd.replace(core, ""):
             raise Unsupported(f"unexpected compile command: {unit.command}")

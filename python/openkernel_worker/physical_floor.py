@@ -51,7 +51,11 @@ def judge(out: Outcome, result: dict[str, Any], cand_us: float, counts: floor_co
     the speed of light) and the below_physical_floor rule on the candidate's median."""
     flops, nbytes = counts.flops, floor_counts.unavoidable_bytes(counts, ref_model)
     floor = roofline.floor_us(flops, nbytes, ceil)
+    reject_floor = roofline.floor_us(flops, nbytes, ceil, "floor_bandwidth")
     result["roofline"] = {"flops": flops, "bytes": nbytes, "floor_us": floor,
+                          "rejection_floor_us": reject_floor,
+                          "floor_bandwidth_bytes_per_s": ceil.get("floor_bandwidth"),
+                          "floor_bandwidth_source": ceil.get("floor_bandwidth_source"),
                           "counts_source": counts.source,
                           "bandwidth_bytes_per_s": ceil["bandwidth"],
                           "bandwidth_source": ceil["bandwidth_source"],
@@ -60,6 +64,8 @@ def judge(out: Outcome, result: dict[str, Any], cand_us: float, counts: floor_co
                           "fraction_of_speed_of_light": floor / cand_us}
     if ceil.get("bandwidth_note"):
         result["roofline"]["bandwidth_note"] = ceil["bandwidth_note"]
-    verdicts.below_floor(out, cand_us, floor, nbytes, flops, ceil["bandwidth"])
+    verdicts.below_floor(out, cand_us, reject_floor, nbytes, flops,
+                         ceil.get("floor_bandwidth", ceil["bandwidth"]),
+                         ceil.get("floor_bandwidth_source", "copy"), ceil["bandwidth"])
     if counts_note:
         result["roofline"]["counts_note"] = counts_note

@@ -328,12 +328,16 @@ def graph_gain(out: Outcome, graph_us: float | None, eager_us: float | None) -> 
 
 
 def below_floor(out: Outcome, cand_us: float, floor_us: float, nbytes: int, flops: int,
-                bandwidth: float) -> None:
-    """A median under 90% of the physical floor (roofline.py) is impossible: rejected."""
+                bandwidth: float, source: str = "copy", copy: float | None = None) -> None:
+    """A median under 90% of the physical floor (roofline.py: bytes at the floor's bandwidth,
+    `source` saying which, FLOPs at the peak rate) is impossible: rejected."""
     if cand_us < floor_us * 0.9:
+        how = "the device's peak" if source == "peak" else f"the measured {source}"
+        measured = (f"; copy measured {copy / 1e9:.0f} GB/s"
+                    if copy is not None and source != "copy" else "")
         out.flag("below_physical_floor", f"the candidate's median {cand_us:.1f} us is below "
-                 f"the physical floor of {floor_us:.1f} us ({nbytes} bytes at the measured "
-                 f"{bandwidth / 1e9:.0f} GB/s, {flops} FLOP)", reject=True)
+                 f"the physical floor of {floor_us:.1f} us ({nbytes} bytes at {how} "
+                 f"{bandwidth / 1e9:.0f} GB/s{measured}, {flops} FLOP)", reject=True)
 
 
 def settle(out: Outcome, strict: bool, trials: int, sandbox: Any) -> bool:

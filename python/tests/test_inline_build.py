@@ -326,3 +326,21 @@ def test_candidate_cannot_write_the_object_cache(write: Callable[[str, str], str
                             "backend": "cpu", "trials": 2, "timing_budget_s": 0.2, "seed": 1,
                             "cache_dir": cache, "no_sandbox": True})
     assert "wrote into the shared cache" in " ".join(open_result.get("reasons", []))
+
+
+@pytest.mark.parametrize("depfile", ["-MMD -MF @OUT@.d", "-MD -MF @OUT@.d",
+                                     "--generate-dependencies-with-compile --dependency-output "
+                                     "@OUT@.d"])
+def test_every_dependency_file_form_torch_writes_is_dropped(depfile: str) -> None:
+    # torch 2.11's CUDA rule (CUDA 13's nvcc) as the H200 machine wrote it, with each form torch
+    # has used; the -MD form once sent every CUDA unit back to torch's own build.
+    command = (f"/usr/local/cuda/bin/nvcc {depfile} -ccbin /opt/gcc/bin/gcc "
+               "-DTORCH_EXTENSION_NAME=okbench_cuda -isystem /t/include --expt-relaxed-constexpr "
+               "-gencode=arch=compute_90a,code=sm_90a --compiler-options '-fPIC' -std=c++17 "
+               "-c @IN@ -o @OUT@ ")
+    unit = inline_build.Unit(kind="cuda", source="/b/cuda.cu", obj="/b/cuda.cuda.o",
+                             command=command)
+    cmd = inline_cache.Builder._cmd(unit, "-c", "/o/unit.o")
+    assert "@OUT@" not in cmd and "-MF" not in cmd and "dependency" not in cmd
+    assert cmd.split()[0] == "/usr/local/cuda/bin/nvcc" and " -c /b/cuda.cu -o /o/unit.o" in cmd
+    assert inline_build.unsafe_flag(command) is None

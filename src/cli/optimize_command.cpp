@@ -332,7 +332,7 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEn
   messages.note(
       fmt::format("session {}  (resume with: openkernel optimize --resume {})", session, session));
 
-  util::install_interrupt_handler();
+  if (fe.handle_interrupt) util::install_interrupt_handler();
   auto problem = optimize::prepare_problem(*worker, opts);
   if (!problem) return report_error(problem.error());
 

@@ -60,6 +60,10 @@ struct FrontEnd {
   bool print_report = true;  // the report (or, with --json, its JSON line) on stdout at the end
   // Called once the session's id is known, before the session starts (from the calling thread).
   std::function<void(const std::string& session)> on_session;
+  // Install util's SIGINT handler (Ctrl-C sets util::cancel_flag(), a second one kills). False
+  // for a front end that handles its signals itself (the terminal UI restores the terminal
+  // first) and sets util::cancel_flag() on Ctrl-C.
+  bool handle_interrupt = true;
 };
 
 // `openkernel optimize`'s whole run; returns its exit code (above).

@@ -103,6 +103,7 @@ util::Result<std::vector<Row>> parse_tsv(std::string_view text, std::string_view
     r.model = field("model");
     r.verdict = field("verdict");
     r.flags = field("flags");
+    if (index.contains(kDeviceColumn)) r.device = field(kDeviceColumn);
     auto correct = field("correct");
     if (correct == "true")
       r.correct = true;

@@ -1,6 +1,7 @@
 // Reading a sweep's results TSV (docs/tsv.md): a header row naming the columns, then one row per
 // problem, tab-separated. Columns are found by name; every documented column must be present and
-// extra columns are ignored. Numeric fields may be empty (not applicable). Stateless, thread-safe.
+// extra columns are ignored, except the optional appended `device`, read when present. Numeric
+// fields may be empty (not applicable). Stateless, thread-safe.
 #pragma once
 
 #include <filesystem>
@@ -18,6 +19,8 @@ inline constexpr std::string_view kColumns[] = {
     "level",           "problem_id", "name",     "backend",    "model",
     "correct",         "runtime_us", "eager_us", "compile_us", "speedup_eager",
     "speedup_compile", "attempts",   "cost_usd", "verdict",    "flags"};
+// Optional, appended after the documented ones when a writer knows it; read when present.
+inline constexpr std::string_view kDeviceColumn = "device";
 
 struct Row {
   int line = 0;  // 1-based line in the file, for messages
@@ -30,6 +33,7 @@ struct Row {
   std::optional<int> attempts;
   std::optional<double> cost_usd;
   std::string verdict, flags;
+  std::string device;  // the optional `device` column (the GPU's name); empty when absent
 };
 
 // Parses TSV text; `source` names the file in messages. Errors are kBadInput and name the line:

@@ -300,9 +300,10 @@ TEST_F(StoreTest, SessionsAreListedNewestFirstWithTheirFigures) {
   EXPECT_TRUE(s.sessions().value().empty());
   write_session(s, "older", "ph", "c1", evaluation(0, 0, "correct"));
   write_session(s, "newer", "ph", "c2", evaluation(0, 0, "correct"));
-  // Started one after the other within a millisecond: order by the start, then by insertion.
-  ASSERT_TRUE(s.db().exec("UPDATE sessions SET created_at = '2026-01-01T00:00:00.000Z' WHERE "
-                          "id = 'older'"));
+  // Both rows were written within a millisecond or so: the older one is moved back in time.
+  ASSERT_TRUE(
+      s.db().exec("UPDATE sessions SET created_at = '2026-01-01T00:00:00.000Z' WHERE "
+                  "id = 'older'"));
   ok::store::SessionRow row = *s.find_session("newer").value();
   row.status = "stopped";
   row.best_attempt = 1;

@@ -23,7 +23,8 @@
 # .device). Results in $OUT: log.txt, steps.tsv (step, rc, seconds), honest.tsv (case, verdict,
 # flags, timing mode, speedup, seconds, reasons; appended by every evaluation step), <case>.json
 # and <case>.err (the CLI's output), direct.tsv, pytest_<step>.txt.
-# STEPS="probe direct prewarm triton cuda_a cuda_b" selects steps (default: all of them).
+# STEPS="probe direct prewarm triton cuda_a cuda_b" selects steps (default: all of them);
+# HONEST_K="softmax_shared" narrows the evaluation steps to the cases pytest's -k selects.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/openkernel-gpu}
@@ -60,7 +61,7 @@ p = sandbox.probe('gpu'); print(p); sys.exit(0 if p.ok else 1)"
 
 group() {  # one batch of GPU cases through the CLI, one evaluation at a time
   OPENKERNEL_HONEST_GROUPS=$1 python3 -m pytest -q -rs -p no:cacheprovider -m gpu \
-    tests/honest/test_honest.py 2>&1 | tee "$OUT/pytest_$1.txt" | tail -40
+    ${HONEST_K:+-k "$HONEST_K"} tests/honest/test_honest.py 2>&1 | tee "$OUT/pytest_$1.txt" | tail -40
   return "${PIPESTATUS[0]}"
 }
 
