@@ -184,6 +184,7 @@ int optimize_in_terminal(const GlobalOptions& g, const OptimizeOptions& o) {
   fe.control = &control;
   fe.quiet = true;
   fe.print_report = false;
+  fe.handle_interrupt = false;  // the Terminal's handlers: they restore the screen first
   fe.on_session = [&session](const std::string& id) { session.set(id); };
   EngineThread engine(g, o, fe);
 

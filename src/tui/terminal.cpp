@@ -120,14 +120,6 @@ void remove_handlers() {
   std::set_terminate(g_previous_terminate);
 }
 
-// util::install_interrupt_handler (a run calls it when it starts) takes SIGINT over; put ours
-// back so that a second SIGINT still restores the terminal.
-void keep_sigint_handler() {
-  struct sigaction now {};
-  if (sigaction(SIGINT, nullptr, &now) == 0 && now.sa_handler != on_end_signal)
-    install_end_handler(SIGINT);
-}
-
 void append_capability(Emergency& e, const char* name) {
   const char* s = tigetstr(const_cast<char*>(name));
   if (s == nullptr || s == reinterpret_cast<const char*>(-1)) return;
@@ -343,7 +335,6 @@ void Terminal::draw(const Canvas& canvas) {
 }
 
 std::optional<int> Terminal::read_key(int timeout_ms) {
-  keep_sigint_handler();
   if (g_signal != 0 || !open_) return std::nullopt;
   wtimeout(stdscr, timeout_ms);
   wint_t c = 0;
