@@ -275,6 +275,17 @@ def test_sigterm_and_ctrl_c_restore_the_terminal(tmp_path: Path,
     assert_restored(t)
 
 
+def test_an_engine_error_closes_the_ui_and_is_printed(tmp_path: Path,
+                                                      tmux_at: Callable[..., Tmux]) -> None:
+    t = tmux_at(100, 30)
+    rc = t.run(optimize_command(tmp_path, "--iterations", "1").replace(
+        shlex.quote(str(tmp_path / "reference.py")), shlex.quote(str(tmp_path / "missing.py"))))
+    assert exit_code(rc) == 2
+    assert_restored(t)
+    assert "reference not found" in t.screen() and "missing.py" in t.screen()
+    assert not list((tmp_path / "cache/openkernel/kernel-code").glob("*.log"))  # printed whole
+
+
 def kernel_code_pid(t: Tmux) -> int:
     shell = int(t.display("#{pane_pid}"))
     out = subprocess.run(["pgrep", "-P", str(shell), "-x", "kernel-code"], capture_output=True,
