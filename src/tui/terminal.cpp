@@ -30,7 +30,7 @@ namespace {
 // What the handlers need, set up before full screen starts: plain data only, so that the
 // handlers use write(), tcsetattr() and dup2() (async-signal-safe) and nothing else.
 struct Emergency {
-  char restore[256] = {};  // leave the alternate screen, show the cursor, reset attributes
+  char restore[256] = {};  // reset attributes, show the cursor, keypad off, normal screen
   int restore_len = 0;
   int tty = -1;
   termios modes{};
@@ -234,7 +234,7 @@ util::Result<std::unique_ptr<Terminal>> Terminal::open(const std::filesystem::pa
         "the terminal cannot be driven (TERM=" + util::getenv_str("TERM").value_or("") + ")");
   set_term(static_cast<SCREEN*>(t->screen_));
   t->open_ = true;
-  for (const char* cap : {"rmcup", "cnorm", "sgr0"}) append_capability(e, cap);
+  for (const char* cap : {"sgr0", "cnorm", "rmkx", "rmcup"}) append_capability(e, cap);
   install_handlers();
   t->handlers_ = true;
   g_active = true;
