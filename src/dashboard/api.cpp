@@ -92,10 +92,16 @@ Response from_optional(const util::Result<std::optional<json>>& j, const std::st
   return json_response(200, **j);
 }
 
-Response static_file(const Site& site, const std::string& path) {
-  const SiteFile* f = site.find(path);
-  if (!f) return error_response(404, fmt::format("no such page: {:.200}", path));
+Response static_file(const Site& site, const Request& r) {
+  const SiteFile* f = site.find(r.path);
+  if (!f) return error_response(404, fmt::format("no such page: {:.200}", r.path));
   Response res;
+  res.headers["ETag"] = f->etag;
+  res.headers["Cache-Control"] = "no-cache";
+  if (!f->etag.empty() && r.if_none_match == f->etag) {
+    res.status = 304;
+    return res;
+  }
   res.content_type = f->content_type;
   res.body = f->body;
   return res;
@@ -134,7 +140,7 @@ Response Api::handle(const Request& r) {
     return route_api(r, parts);
   }
   if (auto bad = check_params(r, {"session"})) return *bad;
-  return static_file(site_, r.path);
+  return static_file(site_, r);
 }
 
 Response Api::route_api(const Request& r, const std::vector<std::string>& parts) {

@@ -27,6 +27,7 @@ struct Request {
   std::string method;                                       // GET, HEAD, POST, ...
   std::string path;                                         // decoded, without the query
   std::vector<std::pair<std::string, std::string>> params;  // decoded, in order, repeats kept
+  std::string if_none_match;  // the If-None-Match header (static files answer 304 on a match)
 };
 
 struct Response {

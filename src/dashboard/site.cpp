@@ -17,6 +17,14 @@ const std::vector<VendorFile>& vendor_files() {
   return files;
 }
 
+std::string etag_of(const std::string& body) {
+  return fmt::format("\"{:016x}-{}\"", std::hash<std::string>{}(body), body.size());
+}
+
+Site::Site(const std::map<std::string, SiteFile>& files) : files_(files.begin(), files.end()) {
+  for (auto& [_, f] : files_) f.etag = etag_of(f.body);
+}
+
 std::string content_type_for(const fs::path& name) {
   static const std::map<std::string, std::string> types = {
       {".html", "text/html; charset=utf-8"},
@@ -45,7 +53,7 @@ util::Result<Site> Site::load(const fs::path& web_root, const fs::path& node_mod
     auto body = util::read_file(it->path());
     if (!body) return std::unexpected(body.error());
     std::string url = "/" + fs::relative(it->path(), web_root).generic_string();
-    files[url] = {content_type_for(it->path()), std::move(*body)};
+    files[url] = {content_type_for(it->path()), std::move(*body), ""};
   }
   if (ec)
     return util::fail(util::ErrorKind::kEnvironment,
@@ -58,7 +66,7 @@ util::Result<Site> Site::load(const fs::path& web_root, const fs::path& node_mod
                         fmt::format("the dashboard's npm packages are missing ({} cannot be read): "
                                     "run scripts/setup.sh, which installs them with npm ci",
                                     p.string()));
-    files[v.url] = {content_type_for(p), std::move(*body)};
+    files[v.url] = {content_type_for(p), std::move(*body), ""};
   }
   files["/"] = files["/index.html"];
   return Site(std::move(files));

@@ -21,7 +21,11 @@ namespace ok::dashboard {
 struct SiteFile {
   std::string content_type;
   std::string body;
+  std::string etag;  // a quoted hash of the body: browsers revalidate (and keep compiled scripts)
 };
+
+// The ETag of a body.
+std::string etag_of(const std::string& body);
 
 // One npm file the page loads: served at `url` from node_modules/`package_path`.
 struct VendorFile {
@@ -39,9 +43,8 @@ class Site {
   // folder, or a package: run scripts/setup.sh) when a file cannot be read.
   static util::Result<Site> load(const std::filesystem::path& web_root,
                                  const std::filesystem::path& node_modules);
-  // A site of the given files (tests).
-  explicit Site(const std::map<std::string, SiteFile>& files)
-      : files_(files.begin(), files.end()) {}
+  // A site of the given files (load(), tests); their ETags are set here.
+  explicit Site(const std::map<std::string, SiteFile>& files);
 
   // The file served at `url_path`, or nullptr.
   const SiteFile* find(std::string_view url_path) const;

@@ -45,7 +45,7 @@ test("filterRows matches every word, and key:value against that field", () => {
 test("lineDiff finds the changed lines with both sides' numbers", () => {
   const ops = lineDiff("a\nb\nc\nd\n", "a\nB\nc\nd\ne\n");
   assert.deepEqual(ops.map((o) => `${o.op}:${o.a ?? "-"}:${o.b ?? "-"}:${o.text}`), [
-    "same:1:1:a", "add:-:2:B", "del:2:-:b", "same:3:3:c", "same:4:4:d", "add:-:5:e",
+    "same:1:1:a", "del:2:-:b", "add:-:2:B", "same:3:3:c", "same:4:4:d", "add:-:5:e",
   ]);
   assert.deepEqual(lineDiff("", "x").map((o) => o.op), ["add"]);
   assert.ok(lineDiff("same\n", "same\n").every((o) => o.op === "same"));

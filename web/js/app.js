@@ -21,7 +21,8 @@ const state = {
   diff: { a: null, b: null },
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
-const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0 };
+const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
+                      moduleStartMs: performance.now(), renderMs: {} };
 window.okDashboard = okDashboard;
 
 const $ = (id) => document.getElementById(id);
@@ -43,22 +44,29 @@ function select(number) {
 }
 
 function renderSelectionDependents() {
-  renderTrajectory(panel("trajectory"), state, select);
-  renderUtilisation(panel("utilisation"), state);
-  renderTable(panel("table"), state, select);
+  timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
+  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
+  timed("table", () => renderTable(panel("table"), state, select));
+}
+
+// Runs one panel's render and keeps how long it took (okDashboard.renderMs, for the bench).
+function timed(name, render) {
+  const t0 = performance.now();
+  render();
+  okDashboard.renderMs[name] = Math.round(performance.now() - t0);
 }
 
 function renderSession() {
   renderSelectionDependents();
-  renderRoofline(panel("roofline"), state);
-  renderLandscape(panel("landscape"), state);
-  renderTree(panel("tree"), state, select);
+  timed("roofline", () => renderRoofline(panel("roofline"), state));
+  timed("landscape", () => renderLandscape(panel("landscape"), state));
+  timed("tree", () => renderTree(panel("tree"), state, select));
 }
 
 function renderAcross() {
-  renderConvergence(panel("convergence"), state);
-  renderCost(panel("cost"), state);
-  renderStrategies(panel("strategies"), state);
+  timed("convergence", () => renderConvergence(panel("convergence"), state));
+  timed("cost", () => renderCost(panel("cost"), state));
+  timed("strategies", () => renderStrategies(panel("strategies"), state));
 }
 
 function renderSummary() {
@@ -95,11 +103,10 @@ function fillDiffPickers() {
 async function loadDiff() {
   const { a, b } = state.diff;
   const id = state.id;
-  for (const n of [a, b]) {
-    if (n !== null && !sources.has(n)) {
-      sources.set(n, await getJSON(`/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`));
-    }
-  }
+  const wanted = [...new Set([a, b])].filter((n) => n !== null && !sources.has(n));
+  const got = await Promise.all(wanted.map((n) =>
+    getJSON(`/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`)));
+  wanted.forEach((n, i) => sources.set(n, got[i]));
   if (id === state.id) renderDiff(panel("diff"), state, sources);
 }
 
@@ -123,9 +130,10 @@ async function refreshSession() {
   noteSeen();
   renderSummary();
   fillDiffPickers();
+  const diff = loadDiff();  // the sources load while the plots draw
   renderSession();
   renderAcross();
-  await loadDiff();
+  await diff;
 }
 
 async function refreshSessions() {

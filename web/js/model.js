@@ -80,10 +80,10 @@ export function lineDiff(aText, bText) {
   while (i < n || j < m) {
     if (i < n && j < m && am[i] === bm[j]) {
       out.push({ op: "same", a: pre + i + 1, b: pre + j + 1, text: am[i] }); i++; j++;
-    } else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) {
-      out.push({ op: "add", a: null, b: pre + j + 1, text: bm[j] }); j++;
-    } else {
+    } else if (i < n && (j === m || lcs[i + 1][j] >= lcs[i][j + 1])) {
       out.push({ op: "del", a: pre + i + 1, b: null, text: am[i] }); i++;
+    } else {
+      out.push({ op: "add", a: null, b: pre + j + 1, text: bm[j] }); j++;
     }
   }
   for (let k = 0; k < suf; k++) {
