@@ -5,6 +5,9 @@ import { escapeHtml, fmtPercent, fmtSpeedup, fmtUsd, paretoFrontier, strategyRow
 import { layout, plot, rendered } from "./plots.js";
 
 const Plotly = globalThis.Plotly;
+// One colour per session, the same in both convergence plots.
+const PALETTE = ["#0969da", "#bc4c00", "#1a7f37", "#8250df", "#cf222e", "#9a6700", "#1b7c83",
+                 "#6e7781", "#bf3989", "#0550ae"];
 
 function label(s) {
   return `${s.id} (${s.name}, ${s.model})`;
@@ -20,11 +23,13 @@ export function renderConvergence(panel, state) {
   const agg = state.aggregates;
   const sessions = agg ? withCurves(agg, state.id) : [];
   if (!sessions.length) return rendered(panel, "empty", "no session has a correct attempt yet");
+  const colour = new Map(agg.sessions.map((s, i) => [s.id, PALETTE[i % PALETTE.length]]));
   const trace = (s, xi, axes) => {
     const pts = s.curve.filter((p) => p[2] !== null);
     const mine = s.id === state.id;
     return { x: pts.map((p) => p[xi]), y: pts.map((p) => p[2]), name: label(s), mode: "lines",
-             line: { shape: "hv", width: mine ? 3 : 1.5 }, opacity: mine ? 1 : 0.6,
+             line: { shape: "hv", width: mine ? 3 : 1.5, color: colour.get(s.id) },
+             opacity: mine ? 1 : 0.7,
              legendgroup: s.id, showlegend: xi === 0, xaxis: axes[0], yaxis: axes[1],
              hovertemplate: `${escapeHtml(s.id)}: %{y:.3f}x at %{x}<extra></extra>` };
   };

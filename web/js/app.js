@@ -136,13 +136,26 @@ async function refreshSession() {
   await diff;
 }
 
+// Re-reads the session list; true when a session was added or changed since the last read.
 async function refreshSessions() {
   const { sessions } = await getJSON("/api/sessions");
+  const sig = (ss) => ss.map((s) => `${s.id}/${s.updated_at}/${s.attempts}`).join(",");
+  const changed = sig(sessions) !== sig(state.sessions);
   state.sessions = sessions;
   const picker = $("session-picker");
   picker.innerHTML = sessions.map((s) => `<option value="${encodeURIComponent(s.id)}">${s.id} — ` +
     `${s.name} (${s.model}, ${s.attempts} attempts, ${s.status})</option>`).join("");
   if (state.id) picker.value = encodeURIComponent(state.id);
+  return changed;
+}
+
+// Another session moved: the panels across sessions read it.
+async function refreshAcross() {
+  const [aggregates, strategies] = await Promise.all([getJSON("/api/aggregates"),
+                                                      getJSON("/api/strategies")]);
+  state.aggregates = aggregates;
+  state.strategies = strategies;
+  renderAcross();
 }
 
 async function openSession(id) {
@@ -174,8 +187,9 @@ async function drainEvents() {
 async function poll() {
   okDashboard.polls++;
   try {
-    if (okDashboard.polls % SESSIONS_EVERY === 0) await refreshSessions();
+    const others = okDashboard.polls % SESSIONS_EVERY === 0 && await refreshSessions();
     if (state.id && await drainEvents()) await refreshSession();
+    else if (others) await refreshAcross();
   } catch (e) {
     okDashboard.errors.push(String(e));
   }

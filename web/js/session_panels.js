@@ -41,7 +41,8 @@ export function renderTrajectory(panel, state, onSelect) {
     }
   }
   const div = plot(panel, traces, layout({
-    xaxis: { title: { text: overTime ? "seconds since the session began" : "attempt" } },
+    xaxis: { title: { text: overTime ? "seconds since the session began" : "attempt" },
+             ...(overTime ? {} : { dtick: Math.max(1, Math.ceil(attempts.length / 12)) }) },
     yaxis: { title: { text: "speedup vs eager" }, type: "log" },
   }));
   if (!div.dataset.bound) {
