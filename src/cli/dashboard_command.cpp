@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "charts/data.hpp"
+#include "charts/inputs.hpp"
 #include "cli/context.hpp"
 #include "dashboard/api.hpp"
 #include "dashboard/queries.hpp"
@@ -23,8 +25,24 @@ struct DashboardOptions {
   std::string session;
   std::string host = "127.0.0.1";
   int port = 8050;
+  std::vector<std::string> results;  // --results: TSVs for the Charts page
   GlobalOptions g;
 };
+
+// The Charts page's data: chart_data (src/charts, as `openkernel charts` computes it) of the
+// --results TSVs with the dashboard's store (its sessions form a run of their own).
+dashboard::ChartsSource charts_source(const std::vector<std::string>& results,
+                                      const std::filesystem::path& store) {
+  charts::Sources sources;
+  sources.tsvs.assign(results.begin(), results.end());
+  sources.dbs = {store};
+  sources.baselines = util::resource_root() / "data/baselines/published.json";
+  return [sources]() -> util::Result<nlohmann::json> {
+    auto in = charts::load_inputs(sources);
+    if (!in) return std::unexpected(in.error());
+    return charts::chart_data(*in);
+  };
+}
 
 std::string percent_encode(const std::string& s) {
   std::string out;
@@ -59,7 +77,10 @@ int run_dashboard(const DashboardOptions& o) {
   auto root = util::resource_root();
   auto site = dashboard::Site::load(root / "web", root / "node_modules");
   if (!site) return report_error(site.error());
-  dashboard::Api api(*st, *site);
+  for (const auto& r : o.results)
+    if (!std::filesystem::is_regular_file(r, ec))
+      return report_error({ErrorKind::kBadInput, "no results TSV at " + r});
+  dashboard::Api api(*st, *site, charts_source(o.results, path));
   auto server = dashboard::Server::bind(api, o.host, o.port);
   if (!server) return report_error(server.error());
   if (!dashboard::is_loopback(o.host))
@@ -99,6 +120,9 @@ void add_dashboard_command(CLI::App& app, Action& action) {
   cmd->add_option("--db", o->g.db,
                   "Store database (default: $OPENKERNEL_DB, the config's, or "
                   "the default store)");
+  cmd->add_option("--results", o->results,
+                  "Results TSVs of sweeps for the Charts page (repeatable; the store's sessions "
+                  "are charted too)");
   cmd->callback([&action, o] { action = [o] { return run_dashboard(*o); }; });
 }
 

@@ -154,12 +154,15 @@ Response Api::route_api(const Request& r, const std::vector<std::string>& parts)
     if (what == "strategies") return from_result(q.strategies());
     if (what == "aggregates") return from_result(q.aggregates());
     if (what == "charts") {
-      if (!charts_)
-        return json_response(200, json{{"charts", json::array()},
-                                       {"note",
-                                        "no results loaded: start the dashboard with "
-                                        "--results RESULTS.tsv"}});
-      return from_result(charts_());
+      auto charts = charts_ ? charts_()
+                            : util::fail(util::ErrorKind::kBadInput,
+                                         "no results loaded (kernel-code dashboard --results "
+                                         "RESULTS.tsv)");
+      // Nothing to chart is a state of the page, not a failure.
+      if (!charts && charts.error().kind == util::ErrorKind::kBadInput)
+        return json_response(200,
+                             json{{"charts", json::array()}, {"note", charts.error().message}});
+      return from_result(charts);
     }
   }
   return error_response(404, fmt::format("no API route {:.200} (GET /api lists them)", r.path));

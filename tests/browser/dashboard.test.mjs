@@ -169,9 +169,14 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     for (const name of PANELS) {
       await page.locator(`#panel-${name}`).screenshot({ path: join(shots, `${name}.png`) });
     }
+    // The Charts page: chart_data of the store's sessions (src/charts), drawn with Plotly.
     await page.click('nav button[data-page="charts"]');
     await page.waitForFunction(() => document.querySelector("#panel-charts").dataset.state, null,
-                               { timeout: 10_000 });
+                               { timeout: 20_000 });
+    assert.equal(await page.getAttribute("#panel-charts", "data-state"), "ready");
+    const charts = await page.$$eval("#panel-charts figure.chart", (fs) => fs.map((f) => f.dataset.chart));
+    assert.ok(charts.includes("scaling") && charts.includes("speedup_distribution"), charts.join());
+    await page.locator('#panel-charts figure[data-chart="scaling"]').screenshot({ path: join(shots, "charts_scaling.png") });
     assert.deepEqual(errors, [], "console errors");
     assert.deepEqual(await page.evaluate(() => window.okDashboard.errors), []);
   } finally {

@@ -123,11 +123,11 @@ export function renderLandscape(panel, state) {
     if (v === null || v === undefined) return null;
     return axis.categories ? axis.categories.findIndex((c) => JSON.stringify(c) === JSON.stringify(v)) : v;
   });
+  // Titles without the skill's prefix ("cpu-pointwise.schedule" -> "schedule"): they must fit.
   const axisLayout = (axis) => ({
-    title: { text: axis.title },
+    title: { text: axis.title.slice(axis.title.lastIndexOf(".") + 1) },
     ...(axis.categories ? { tickvals: axis.categories.map((_, i) => i),
                             ticktext: axis.categories.map((c) => String(c)) } : {}),
-    ...(axis.title === "speedup" ? { type: "log" } : {}),
   });
   const trace = {
     type: "scatter3d", mode: "markers",
@@ -139,7 +139,8 @@ export function renderLandscape(panel, state) {
   };
   plot(panel, [trace], layout({
     margin: { l: 0, r: 0, t: 0, b: 0 }, height: 340,
-    scene: { xaxis: axisLayout(axes[0]), yaxis: axisLayout(axes[1]), zaxis: axisLayout(axes[2]) },
+    scene: { xaxis: axisLayout(axes[0]), yaxis: axisLayout(axes[1]), zaxis: axisLayout(axes[2]),
+             camera: { eye: { x: 1.7, y: 1.7, z: 1.1 } } },
   }));
   rendered(panel, "ready");
 }

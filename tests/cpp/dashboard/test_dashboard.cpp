@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "charts/data.hpp"
+#include "charts/inputs.hpp"
 #include "dashboard/api.hpp"
 #include "dashboard/queries.hpp"
 #include "dashboard/server.hpp"
@@ -258,6 +260,32 @@ TEST_F(DashboardTest, AggregatesGiveEachSessionsBestSoFarCurve) {
     EXPECT_GE(p[1].get<double>(), 0);
   }
   EXPECT_DOUBLE_EQ(best, s1["best_speedup"].get<double>());
+}
+
+TEST_F(DashboardTest, ChartsAreChartDataOfTheStore) {
+  ok::charts::Sources sources;
+  sources.dbs = {temp_.path() / "db.sqlite"};
+  Api with_charts(*store_, site_, [&]() -> ok::util::Result<json> {
+    auto in = ok::charts::load_inputs(sources);
+    if (!in) return std::unexpected(in.error());
+    return ok::charts::chart_data(*in);
+  });
+  Response r = with_charts.handle(Request{"GET", "/api/charts", {}, ""});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  auto in = ok::charts::load_inputs(sources);
+  ASSERT_TRUE(in) << in.error().message;
+  EXPECT_EQ(j, ok::charts::chart_data(*in));
+  ASSERT_TRUE(j.contains("charts")) << r.body.substr(0, 300);
+  bool scaling = false;
+  for (const auto& c : j["charts"]) scaling = scaling || c["id"] == "scaling";
+  EXPECT_TRUE(scaling);
+  // A source with nothing to chart answers a note, not an error.
+  Api empty(*store_, site_, []() -> ok::util::Result<json> {
+    return ok::util::fail(ok::util::ErrorKind::kBadInput, "no runs");
+  });
+  json note = json::parse(empty.handle(Request{"GET", "/api/charts", {}, ""}).body);
+  EXPECT_EQ(note["note"], "no runs");
 }
 
 TEST_F(DashboardTest, ChartsWithoutResultsSaySo) {
