@@ -54,7 +54,7 @@ bool one_column(char32_t cp) {
 }  // namespace
 
 std::string_view ascii_fallback(std::string_view glyph) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 54> kTable = {{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 55> kTable = {{
       {"─", "-"}, {"━", "-"}, {"┄", "-"}, {"┈", "-"}, {"╌", "-"}, {"═", "="}, {"│", "|"},
       {"┃", "|"}, {"║", "|"}, {"┆", ":"}, {"┌", "+"}, {"┐", "+"}, {"└", "+"}, {"┘", "+"},
       {"├", "+"}, {"┤", "+"}, {"┬", "+"}, {"┴", "+"}, {"┼", "+"}, {"╭", "+"}, {"╮", "+"},
@@ -62,7 +62,7 @@ std::string_view ascii_fallback(std::string_view glyph) {
       {"▆", "O"}, {"▇", "#"}, {"█", "#"}, {"░", "."}, {"▒", ":"}, {"·", "."}, {"•", "*"},
       {"●", "*"}, {"○", "o"}, {"◆", "*"}, {"▶", ">"}, {"▸", ">"}, {"▾", "v"}, {"↑", "^"},
       {"↓", "v"}, {"←", "<"}, {"→", ">"}, {"…", "~"}, {"✓", "+"}, {"✗", "x"}, {"×", "x"},
-      {"★", "*"}, {"≥", ">"}, {"⏎", "<"}, {"‖", "="}, {"■", "#"},
+      {"★", "*"}, {"≥", ">"}, {"⏎", "<"}, {"‖", "="}, {"■", "#"}, {"▲", "^"},
   }};
   for (const auto& [g, a] : kTable)
     if (g == glyph) return a;

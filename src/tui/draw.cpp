@@ -54,16 +54,35 @@ std::string clock(double seconds) {
   return fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
+namespace {
+
+constexpr std::array<std::pair<double, const char*>, 5> kPrefix = {
+    {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+
+std::pair<double, const char*> prefix_of(double value) {
+  for (const auto& p : kPrefix)
+    if (std::fabs(value) >= p.first) return p;
+  return {1, ""};
+}
+
+// Three significant digits, or all of the integer part.
+std::string number(double v) {
+  const double a = std::fabs(v);
+  return a >= 100 ? fmt::format("{:.0f}", v)
+         : a >= 10 ? fmt::format("{:.1f}", v)
+                   : fmt::format("{:.2f}", v);
+}
+
+}  // namespace
+
 std::string si(double value, std::string_view unit) {
-  static constexpr std::array<std::pair<double, const char*>, 5> kPrefix = {
-      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
-  for (const auto& [scale, p] : kPrefix)
-    if (std::fabs(value) >= scale) {
-      const double v = value / scale;
-      return v >= 100 ? fmt::format("{:.0f} {}{}", v, p, unit)
-                      : fmt::format("{:.2f} {}{}", v, p, unit);
-    }
-  return fmt::format("{:.2f} {}", value, unit);
+  const auto [scale, p] = prefix_of(value);
+  return fmt::format("{} {}{}", number(value / scale), p, unit);
+}
+
+std::string si_of(double part, double whole, std::string_view unit) {
+  const auto [scale, p] = prefix_of(whole);
+  return fmt::format("{} / {} {}{}", number(part / scale), number(whole / scale), p, unit);
 }
 
 std::vector<std::string> wrap(std::string_view text, int width) {

@@ -40,6 +40,8 @@ std::string micros(std::optional<double> us);         // "31.2us", "1.23ms", "2.
 std::string dollars(double usd);                      // "$0.0123", "$1.24"
 std::string clock(double seconds);                    // "0:42", "12:03", "1:02:03"
 std::string si(double value, std::string_view unit);  // "1.82 TB/s", "989 TFLOP/s"
+// `part` of `whole` in `whole`'s prefix: "3.23 / 4.80 TB/s".
+std::string si_of(double part, double whole, std::string_view unit);
 
 // `text` broken into lines of at most `width` columns at spaces (long words are cut); newlines
 // end lines.

@@ -72,10 +72,15 @@ void agent(const Snapshot& s, UiState& ui, Canvas& c, Rect r) {
     c.put(in.x, y++, "strategy " + s.strategy, draw::kDim, in.w);
   const AgentMessage* m = target(s, ui);
   if (m) {  // the attempt shown, then the others in flight
-    draw::Line h = {{"▶ ", state_style(m->state)},
-                    {fmt::format("#{} ", m->number), draw::kBold},
-                    {m->state, state_style(m->state)},
-                    {" · " + m->title, draw::kPlain}};
+    const AttemptView* a = m->state == "done" ? s.attempt(m->number) : nullptr;
+    draw::Line h = {{"▶ ", state_style(m->state)}, {fmt::format("#{} ", m->number), draw::kBold}};
+    if (a) {  // recorded: its verdict
+      h.push_back({a->verdict, draw::verdict_style(a->verdict)});
+      if (a->correct) h.push_back({" " + draw::speedup(a->speedup), draw::kBold});
+    } else {
+      h.push_back({m->state, state_style(m->state)});
+    }
+    h.push_back({" · " + m->title, draw::kPlain});
     if (m->retries > 0)
       h.push_back({fmt::format("  retry {}: {}", m->retries, m->retry_reason), draw::kWarn});
     for (const auto& f : s.agents)

@@ -110,7 +110,9 @@ void diff(const Snapshot& s, UiState& ui, const Details& d, Canvas& c, Rect r) {
   std::vector<DiffRow> rows;
   int added = 0, removed = 0;
   if (left) {
-    rows = side_by_side(l, b, std::clamp((r.h - 4) / 4, 1, 3));
+    rows = side_by_side(l, b, 1 << 20);  // folded only when it does not fit
+    if (static_cast<int>(rows.size()) > r.h - 2)
+      rows = side_by_side(l, b, std::clamp((r.h - 4) / 4, 1, 3));
     for (const auto& x : rows) {
       added += x.kind == Kind::Added || x.kind == Kind::Changed;
       removed += x.kind == Kind::Removed || x.kind == Kind::Changed;

@@ -22,7 +22,7 @@ double num(const json& j, const char* key) {
 // One gauge row: label, bar, percentage, and what it measures.
 void gauge_row(Canvas& c, Rect in, int y, std::string_view label, double fraction,
                const std::string& detail) {
-  const int gw = std::clamp(in.w / 3, 6, 30);
+  const int gw = std::clamp(in.w / 4, 6, 24);
   c.put(in.x, y, label, draw::kBold, 5);
   const Style st = fraction >= 0.7 ? draw::kGood : fraction >= 0.3 ? draw::kWarn : draw::kBad;
   draw::gauge(c, in.x + 5, y, gw, fraction, st);
@@ -42,13 +42,12 @@ int roofline_rows(const json& ev, const AttemptView& a, Canvas& c, Rect in, int 
   const int bottom = in.y + in.h;
   if (y < bottom)
     gauge_row(c, in, y++, "SOL", num(roof, "fraction_of_speed_of_light"),
-              "floor " + draw::micros(num(roof, "floor_us")) + " of " + draw::micros(rt));
+              "floor " + draw::micros(num(roof, "floor_us")) + " / " + draw::micros(rt));
   if (y < bottom)
-    gauge_row(c, in, y++, "BW", bw > 0 ? got_bw / bw : 0,
-              draw::si(got_bw, "B/s") + " of " + draw::si(bw, "B/s"));
+    gauge_row(c, in, y++, "BW", bw > 0 ? got_bw / bw : 0, draw::si_of(got_bw, bw, "B/s"));
   if (y < bottom)
     gauge_row(c, in, y++, "FLOP", peak > 0 ? got_flops / peak : 0,
-              draw::si(got_flops, "FLOP/s") + " of " + draw::si(peak, "FLOP/s"));
+              draw::si_of(got_flops, peak, "FLOP/s"));
   if (y < bottom && bytes > 0 && bw > 0) {
     const double ai = flops / bytes, ridge = peak / bw;
     draw::Line l = {{"AI ", draw::kBold},
@@ -78,6 +77,17 @@ void kernel_rows(const json& ev, Canvas& c, Rect in, int y) {
   }
 }
 
+// The roofline and top kernels of `a`'s evaluation in `body` from row `y`; false when the
+// evaluation has no roofline.
+bool profile_rows(const AttemptView& a, const Details& d, Canvas& c, Rect body, int y) {
+  std::optional<json> ev;
+  if (a.evaluation_id && d.evaluation) ev = d.evaluation(*a.evaluation_id);
+  if (!ev || !ev->is_object() || !ev->contains("roofline") || !(*ev)["roofline"].is_object())
+    return false;
+  kernel_rows(*ev, c, body, roofline_rows(*ev, a, c, body, y));
+  return true;
+}
+
 }  // namespace
 
 void profiling(const Snapshot& s, const UiState& ui, const Details& d, Canvas& c, Rect r) {
@@ -89,10 +99,7 @@ void profiling(const Snapshot& s, const UiState& ui, const Details& d, Canvas& c
     c.put(in.x, in.y, "no attempt yet", draw::kDim, in.w);
     return;
   }
-  std::optional<json> ev;
-  if (a->evaluation_id && d.evaluation) ev = d.evaluation(*a->evaluation_id);
-  draw::Line head = {
-      {draw::verdict_short(a->verdict, in.w >= 40 ? 11 : 8), draw::verdict_style(a->verdict)}};
+  draw::Line head = {{a->verdict, draw::verdict_style(a->verdict)}};
   if (a->correct)
     head.push_back(
         {" " + draw::speedup(a->speedup) + " · " + draw::micros(a->runtime_us), draw::kPlain});
@@ -118,20 +125,22 @@ void profiling(const Snapshot& s, const UiState& ui, const Details& d, Canvas& c
     for (const auto& f : a->flags) flags += (flags.empty() ? "" : ", ") + f;
     draw::put_line(c, in.x, in.y + in.h - 1, {{"flags ", draw::kBold}, {flags, draw::kWarn}}, in.w);
   }
-  const bool roofline =
-      ev && ev->is_object() && ev->contains("roofline") && (*ev)["roofline"].is_object();
-  if (roofline) {
-    kernel_rows(*ev, c, body, roofline_rows(*ev, *a, c, body, y));
-    return;
-  }
-  // Nothing to profile: why, in the evaluation's words.
+  if (profile_rows(*a, d, c, body, y)) return;
+  // Nothing to profile: why, in the evaluation's words; then the best attempt's profile to
+  // compare with, when there is room.
   const std::string why = !a->error.empty()  ? a->error
                           : a->evaluation_id ? "no roofline: the floor was not computed"
                                              : "not evaluated: no profile";
-  const auto lines = draw::wrap(why, body.w);
-  for (int k = 0; k < static_cast<int>(lines.size()) && y + k < body.y + body.h; ++k)
-    c.put(in.x, y + k, lines[static_cast<size_t>(k)], a->error.empty() ? draw::kDim : draw::kBad,
-          in.w);
+  for (const auto& l : draw::wrap(why, body.w)) {
+    if (y >= body.y + body.h) break;
+    c.put(in.x, y++, l, a->error.empty() ? draw::kDim : draw::kBad, in.w);
+  }
+  const AttemptView* best = s.best();
+  if (!best || best == a || body.y + body.h - y < 5) return;
+  const std::string label = fmt::format(" best #{} ", best->number);
+  for (int x = in.x; x < in.x + in.w; ++x) c.put(x, y + 1, "┈", draw::kDim);
+  c.put(in.x + 2, y + 1, label, draw::kDim);
+  profile_rows(*best, d, c, {body.x, y + 2, body.w, body.y + body.h - y - 2}, y + 2);
 }
 
 }  // namespace ok::tui::panels

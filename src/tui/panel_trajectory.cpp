@@ -133,8 +133,12 @@ void trajectory(const Snapshot& s, const UiState& ui, Canvas& c, Rect r) {
   if (compile && ch.row(*compile) != ch.row(1.0) && ch.row(*compile) != ch.area.y)
     label(*compile, draw::kCompile);
   if (ch.row(1.0) != ch.area.y) label(1.0, draw::kDim);
-  if (axis) {
+  if (axis) {  // first and last attempt numbers, the selected one marked
     const int y = ch.area.y + ch.area.h;
+    for (size_t i = first; i < xs.size(); ++i)
+      if (xs[i] == sel)
+        c.put(ch.area.x + static_cast<int>(i - first) * step + (bar - 1) / 2, y, "▲",
+              draw::kAccent);
     c.put(ch.area.x, y, fmt::format("#{}", xs[first]->number), draw::kDim);
     const std::string last = fmt::format("#{}", xs.back()->number);
     const int lx = ch.area.x + static_cast<int>(shown - 1) * step + bar - text_width(last);

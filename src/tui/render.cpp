@@ -88,8 +88,11 @@ void status_bar(const Snapshot& s, Canvas& c) {
   const Style strong{.fg = Color::Cyan, .bold = true, .reverse = true};
   c.fill({0, 0, c.width(), 1}, bar);
   const auto& i = s.info;
-  const std::string problem =
-      i.problem.empty() ? std::string("waiting for the session") : i.problem;
+  if (i.problem.empty()) {  // before the session's first event
+    c.put(0, 0, " kernel-code │ waiting for the session to start", strong);
+    return;
+  }
+  const std::string& problem = i.problem;
   const std::string device = i.device.empty() ? std::string("device ?") : i.device;
   const std::string best = "best " + draw::speedup(s.standing.best_speedup);
   const std::string n = fmt::format("{}/{}", s.standing.recorded, s.standing.total);
@@ -201,23 +204,23 @@ void key_line(const Snapshot& s, const UiState& ui, Canvas& c) {
 // The key overlay, centred.
 void help(Canvas& c) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kKeys = {{
-      {"q", "quit (the session stays resumable)"},
-      {"p", "pause / resume: no new generation while paused"},
-      {"s", "stop once the attempts in flight are evaluated"},
-      {"Tab S-Tab ← →", "move the focus between panels"},
+      {"q", "quit; the session stays resumable"},
+      {"p", "pause/resume: no new generations while paused"},
+      {"s", "stop after the attempts in flight finish"},
+      {"Tab S-Tab ← →", "move the focus between panels (h l too)"},
       {"1 .. 5", "focus agent, trajectory, profiling, log, diff"},
-      {"↑ ↓ j k", "select an attempt (log) or scroll (diff, agent)"},
+      {"↑ ↓ j k", "select an attempt, or scroll diff and agent"},
       {"PgUp PgDn", "a page up or down"},
-      {"Home End g G", "first / last (End follows the newest)"},
+      {"Home End g G", "first / last; End follows the newest"},
       {"Enter", "open the selected attempt full screen"},
       {"Esc", "close it, the help, or clear the filter"},
       {"d", "diff against the best or the previous attempt"},
-      {"/", "filter the log: #number, verdict, flags, words"},
+      {"/", "filter: #12, correct, no_custom, any word"},
       {"?", "this help"},
       {"", ""},
-      {"colours", "green correct · red wrong/rejected · yellow slow"},
+      {"colours", "green correct, red failed, yellow slow"},
   }};
-  const int w = std::min(c.width() - 2, 66), h = std::min(c.height() - 2, 19);
+  const int w = std::min(c.width() - 2, 68), h = std::min(c.height() - 2, 19);
   const Rect r{(c.width() - w) / 2, (c.height() - h) / 2, w, h};
   c.fill(r);
   c.box(r, "Keys", draw::kFocusBorder, draw::kFocusTitle);

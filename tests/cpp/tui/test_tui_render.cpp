@@ -89,6 +89,54 @@ TEST(TuiRender, TinyTerminalsSaySo) {
   EXPECT_EQ(render_text(session_snapshot(), {}, 19, 5).substr(0, 19), "kernel-code: the te");
 }
 
+// Where `text` starts on the canvas (one glyph per cell), or {-1, -1}.
+std::pair<int, int> find(const Canvas& c, std::string_view text) {
+  for (int y = 0; y < c.height(); ++y)
+    for (int x = 0; x < c.width(); ++x) {
+      std::string run;
+      for (int k = x; k < c.width() && run.size() < text.size(); ++k) run += c.at(k, y).glyph;
+      if (run.starts_with(text)) return {x, y};
+    }
+  return {-1, -1};
+}
+
+TEST(TuiRender, VerdictsSpeedupsSelectionAndFocusHaveTheirStyles) {
+  Canvas c(120, 40);
+  UiState ui;
+  render(session_snapshot(), ui, session_details(), c);
+  const auto [ix, iy] = find(c, "incorrect");
+  ASSERT_GE(ix, 0);
+  EXPECT_EQ(c.at(ix, iy).style.fg, Color::Red);
+  const auto [rx, ry] = find(c, "rejected");
+  EXPECT_EQ(c.at(rx, ry).style.fg, Color::Red);
+  const auto [tx, ty] = find(c, "timeout");
+  EXPECT_EQ(c.at(tx, ty).style.fg, Color::Yellow);
+  const auto [bx, by] = find(c, "★ 12 correct       2.47x");
+  ASSERT_GE(bx, 0);
+  EXPECT_EQ(c.at(bx + 5, by).style.fg, Color::Green);
+  EXPECT_EQ(c.at(bx + 20, by).style, (Style{.fg = Color::Green, .bold = true}));
+  EXPECT_EQ(c.at(bx, by).style.fg, Color::Yellow);  // the best's star
+  const auto [sx, sy] = find(c, " 13 runtime_err");  // following: the newest is selected
+  ASSERT_GE(sx, 0);
+  EXPECT_TRUE(c.at(sx, sy).style.reverse);
+  EXPECT_FALSE(c.at(bx, by).style.reverse);
+  const auto [lx, ly] = find(c, "╭─ 4 Experiment log");
+  EXPECT_EQ(c.at(lx, ly).style, (Style{.fg = Color::Cyan, .bold = true}));  // the focus
+  const auto [ax, ay] = find(c, "╭─ 1 Agent");
+  EXPECT_EQ(c.at(ax, ay).style.fg, Color::Gray);
+  const auto [mx, my] = find(c, "  10-");  // the diff: removed red, added green
+  ASSERT_GE(mx, 0);
+  EXPECT_EQ(c.at(mx + 4, my).style.fg, Color::Red);
+  const auto [px, py] = find(c, "  12+");
+  ASSERT_GE(px, 0);
+  EXPECT_EQ(c.at(px + 4, py).style.fg, Color::Green);
+  const auto [kx, ky] = find(c, "tl.arange(0, BLOCK)");  // unchanged code: syntax colours
+  ASSERT_GE(kx, 0);
+  EXPECT_EQ(c.at(kx, ky).style.fg, Color::Magenta);
+  EXPECT_EQ(c.at(kx + 3, ky).style.fg, Color::Default);
+  EXPECT_EQ(c.at(kx + 10, ky).style.fg, Color::Cyan);  // 0
+}
+
 // Each panel alone, in a rectangle the size it gets at 120x40.
 std::string panel(void (*draw)(const Snapshot&, UiState&, const Details&, Canvas&, Rect), int w,
                   int h, UiState ui = {}) {
