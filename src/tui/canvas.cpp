@@ -107,7 +107,7 @@ void Canvas::clear() {
 }
 
 int Canvas::put(int x, int y, std::string_view text, Style style, int max_width) {
-  if (y < 0 || y >= height_) return 0;
+  if (y < 0 || y >= height_ || max_width < -1) return 0;
   const int end = max_width >= 0 ? std::min(width_, x + max_width) : width_;
   int col = x, written = 0;
   for (size_t i = 0; i < text.size() && col < end;) {

@@ -46,8 +46,9 @@ class Canvas {
   bool ascii() const { return ascii_; }
   void clear();
 
-  // Writes `text` from (x, y), clipped to the canvas and to `max_width` columns when >= 0;
-  // returns the columns written. Cells left of the canvas are skipped, not shifted.
+  // Writes `text` from (x, y), clipped to the canvas and to `max_width` columns when >= 0 (-1:
+  // no limit; a width computed below -1 writes nothing); returns the columns written. Cells left
+  // of the canvas are skipped, not shifted.
   int put(int x, int y, std::string_view text, Style style = {}, int max_width = -1);
   // Sets the style of the cells of `r` (clipped), keeping their glyphs.
   void paint(Rect r, Style style);

@@ -18,6 +18,7 @@ TEST(TuiCanvas, PutClipsToTheCanvasAndToMaxWidth) {
   EXPECT_EQ(c.put(0, 1, "12345", {}, 3), 3);
   EXPECT_EQ(c.row_text(1), "123     ");
   EXPECT_EQ(c.put(0, 2, "off the canvas"), 0);
+  EXPECT_EQ(c.put(0, 1, "a width computed below zero", {}, -3), 0);
   EXPECT_EQ(c.text(), "     abc\n123     ");
 }
 

@@ -85,6 +85,32 @@ TEST(TuiRender, PausedAndStoppedStatesShowInTheStatusBar) {
   EXPECT_NE(text.find("ETA done"), std::string::npos);
 }
 
+// Resizing goes through every size: each draws (no panel writes past the canvas, every row has
+// its width), the overlays too.
+TEST(TuiRender, EverySizeDraws) {
+  const Snapshot s = session_snapshot();
+  const Details d = session_details();
+  auto draw_at = [&](int w, int h) {
+    for (int mode = 0; mode < 3; ++mode) {
+      UiState ui;
+      ui.help = mode == 1;
+      ui.detail = mode == 2;
+      ui.diff_scroll = 1000;
+      ui.agent_scroll = 1000;
+      Canvas c(w, h);
+      render(s, ui, d, c);
+      for (int y = 0; y < h; ++y) ASSERT_EQ(text_width(c.row_text(y)), w) << w << "x" << h;
+      EXPECT_GE(ui.diff_scroll, 0);
+    }
+  };
+  for (int w = 1; w <= 210; w += 1)
+    for (int h : {1, 6, 7, 9, 13, 24, 31})
+      draw_at(w, h);
+  for (int h = 1; h <= 70; ++h)
+    for (int w : {20, 33, 80, 99, 100, 139, 140, 159, 160, 200})
+      draw_at(w, h);
+}
+
 TEST(TuiRender, TinyTerminalsSaySo) {
   EXPECT_EQ(render_text(session_snapshot(), {}, 19, 5).substr(0, 19), "kernel-code: the te");
 }
