@@ -69,7 +69,7 @@ void agent(const Snapshot& s, UiState& ui, Canvas& c, Rect r) {
   if (in.empty()) return;
   int y = in.y;
   if (in.h >= 6 && !s.strategy.empty())
-    c.put(in.x, y++, "strategy " + s.strategy, draw::kDim, in.w);
+    c.put(in.x, y++, s.strategy, draw::kDim, in.w);
   const AgentMessage* m = target(s, ui);
   if (m) {  // the attempt shown, then the others in flight
     const AttemptView* a = m->state == "done" ? s.attempt(m->number) : nullptr;

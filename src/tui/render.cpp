@@ -46,10 +46,10 @@ Layout layout(Rect b) {
   return l;
 }
 
-// A piece of the status bar: its text when there is room, its compact text otherwise; a flexible
-// piece (a name) is cut to share what room the others leave.
+// A piece of the status bar in three lengths, the longest that fits taken; a flexible piece (a
+// name) is cut, in the shortest form, to share what room the others leave.
 struct Segment {
-  std::string wide, compact;
+  std::string wide, compact, tiny;
   Style style;
   bool flex = false;
 };
@@ -96,61 +96,58 @@ void status_bar(const Snapshot& s, Canvas& c) {
   const std::string device = i.device.empty() ? std::string("device ?") : i.device;
   const std::string best = "best " + draw::speedup(s.standing.best_speedup);
   const std::string n = fmt::format("{}/{}", s.standing.recorded, s.standing.total);
+  const std::string money = fmt::format("${:.2f}", s.standing.cost_usd);
+  const std::string clock = draw::clock(s.elapsed_s), left = "ETA " + eta(s);
   std::vector<Segment> seg = {
-      {"kernel-code", "kernel-code", strong},
-      {problem, problem, strong, true},
-      {i.backend, i.backend, bar},
-      {i.model, i.model, bar, true},
-      {device, short_device(device), bar},
-      {"attempt " + n, n, bar},
-      {best, draw::speedup(s.standing.best_speedup), strong},
-      {draw::dollars(s.standing.cost_usd), fmt::format("${:.2f}", s.standing.cost_usd), bar},
-      {draw::clock(s.elapsed_s) + " elapsed", draw::clock(s.elapsed_s), bar},
-      {"ETA " + eta(s), "ETA " + eta(s), bar},
+      {"kernel-code", "", "", strong},
+      {problem, problem, problem, strong, true},
+      {i.backend, i.backend, i.backend, bar},
+      {i.model, i.model, i.model, bar, true},
+      {device, short_device(device), short_device(device), bar},
+      {"attempt " + n, n, n, bar},
+      {best, best, draw::speedup(s.standing.best_speedup), strong},
+      {draw::dollars(s.standing.cost_usd), money, money, bar},
+      {clock + " elapsed", clock, clock, bar},
+      {left, left, left, bar},
   };
   const std::string state = " " + state_text(s) + " ";
   const int room = c.width() - text_width(state) - 1;
-  // The first of these that fits: every label; without the program's name; compact texts; compact
-  // texts with one space between and the names cut to share what is left.
-  struct Tier {
-    bool wide, name;
-    const char* sep;
+  // The first form that fits: wide, compact, or tiny with the names cut.
+  enum Form { kWide, kCompact, kTiny };
+  auto text_of = [](Segment& g, int form) -> std::string& {
+    return form == kWide ? g.wide : form == kCompact ? g.compact : g.tiny;
   };
-  static constexpr std::array<Tier, 4> kTiers = {
-      {{true, true, " │"}, {true, false, " │"}, {false, false, " │"}, {false, false, ""}}};
-  Tier tier = kTiers.back();
-  for (const Tier& t : kTiers) {
+  int form = kTiny;
+  for (int f : {kWide, kCompact}) {
     int w = 0;
-    for (const auto& g : seg)
-      if ((t.wide ? g.wide : g.compact).empty() || (&g == &seg[0] && !t.name))
-        continue;
-      else
-        w += 1 + text_width(t.wide ? g.wide : g.compact) + text_width(t.sep);
+    for (auto& g : seg)
+      if (!text_of(g, f).empty()) w += text_width(text_of(g, f)) + 3;
     if (w <= room) {
-      tier = t;
+      form = f;
       break;
     }
   }
-  if (!tier.name) seg.erase(seg.begin());
-  if (std::string_view(tier.sep).empty()) {  // the names share what the fixed pieces leave
+  if (form == kTiny) {  // the names share what the fixed pieces leave
     int fixed = 0, flex = 0;
     for (const auto& g : seg)
-      if (!g.compact.empty()) (g.flex ? flex : fixed) += g.flex ? 1 : text_width(g.compact) + 1;
+      if (!g.tiny.empty()) (g.flex ? flex : fixed) += g.flex ? 1 : text_width(g.tiny) + 1;
     int budget = room - fixed - flex;
     for (auto& g : seg)
-      if (g.flex && !g.compact.empty()) {
+      if (g.flex && !g.tiny.empty()) {
         const int share = std::max(4, budget / flex--);
-        g.compact = fit(g.compact, std::min(share, text_width(g.compact)));
-        budget -= text_width(g.compact);
+        g.tiny = fit(g.tiny, std::min(share, text_width(g.tiny)));
+        budget -= text_width(g.tiny);
       }
   }
   int x = 0;
-  for (const auto& g : seg) {
-    const std::string& t = tier.wide ? g.wide : g.compact;
+  for (auto& g : seg) {
+    const std::string& t = text_of(g, form);
     if (t.empty()) continue;
-    x += c.put(x, 0, " ", bar);
+    if (x > 0)
+      x += c.put(x, 0, form == kTiny ? " " : " │ ", bar, std::max(0, room - x));
+    else
+      x += c.put(x, 0, " ", bar);
     x += c.put(x, 0, t, g.style, std::max(0, room - x));
-    x += c.put(x, 0, tier.sep, bar, std::max(0, room - x));
   }
   c.put(c.width() - text_width(state), 0, state, state_style(s));
 }
