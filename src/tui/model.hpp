@@ -8,6 +8,8 @@
 // What an attempt carries beyond the event's fields is read from optimize::Attempt: `flags`,
 // `ref_runtime_us` (eager) and `compile_runtime_us` (torch.compile) from its evaluation summary,
 // `intent` from its params, the bottleneck and suggestions from the critic's diagnosis.
+// A resumed session's earlier attempts are not events of the new run: a live front end may feed
+// them through attempt_finished before the run starts (started() restarts the ETA's count).
 #pragma once
 
 #include <chrono>
