@@ -158,7 +158,7 @@ void Canvas::box(Rect r, std::string_view title, Style style, Style title_style)
   put(right, r.y, "╮", style);
   put(r.x, bottom, "╰", style);
   put(right, bottom, "╯", style);
-  if (!title.empty() && r.w > 4) {
+  if (!title.empty() && r.w > 6) {
     const std::string t = " " + fit(title, r.w - 6) + " ";
     put(r.x + 2, r.y, t, title_style);
   }
