@@ -27,18 +27,23 @@ RUN_PACKAGES=(
   libtorch-dev pybind11-dev python3-dev python3-setuptools
   # `openkernel charts`: PNG (pngcairo) and SVG without a browser
   gnuplot-nox
+  # npm ci of the dashboard's browser-side packages (below); Debian 12's nodejs lacks npm, which
+  # is added when missing (a NodeSource nodejs bundles it)
+  nodejs
 )
 TEST_PACKAGES=(
   python3-pytest
   procps  # pgrep, in the sweep tests
-  tmux    # a real terminal for kernel-code's terminal UI tests
+  chromium  # the dashboard's browser tests (driven by playwright-core from npm)
+  tmux  # a real terminal for kernel-code's terminal UI tests
 )
 
 packages=("${RUN_PACKAGES[@]}")
 targets=()
+tests=0
 while (($#)); do
   case "$1" in
-    --tests) packages+=("${TEST_PACKAGES[@]}"); shift ;;
+    --tests) packages+=("${TEST_PACKAGES[@]}"); tests=1; shift ;;
     --target)
       [ -n "${2:-}" ] || { echo "setup: --target needs a target name" >&2; exit 2; }
       targets+=(--target "$2"); shift 2 ;;
@@ -51,6 +56,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   SUDO=""
@@ -61,6 +67,22 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq >/dev/null
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The npm packages, pinned by package-lock.json: plotly.js-dist-min and highlight.js's prebuilt
+# assets, which kernel-code dashboard serves (never a CDN), and with --tests playwright-core, which
+# drives chromium in the browser tests. Run again when the lock changes, or the tests' packages
+# are wanted and missing (the tests' install serves the run profile too).
+stamp="node_modules/.openkernel-setup"
+lock="$(sha256sum package-lock.json | cut -d' ' -f1)"
+have="$(cat "$stamp" 2>/dev/null || true)"
+want="$lock tests=$tests"
+if [ "$have" != "$want" ] && [ "$have" != "$lock tests=1" ]; then
+  npm_args=(ci --no-audit --no-fund --ignore-scripts)
+  ((tests)) || npm_args+=(--omit=dev)
+  echo "setup: npm ${npm_args[*]}"
+  npm "${npm_args[@]}" >/dev/null
+  echo "$want" >"$stamp"
 fi
 
 presets=("$@")

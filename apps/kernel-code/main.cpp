@@ -1,5 +1,6 @@
 // kernel-code: the developer tool (terminal UI, dashboard, config). Thin: commands live in src/cli.
 #include "cli/command.hpp"
+#include "cli/dashboard_command.hpp"
 #include "cli/kernel_code_commands.hpp"
 #include "cli/llm_commands.hpp"
 #include "cli/sessions_command.hpp"
@@ -13,5 +14,6 @@ int main(int argc, char** argv) {
   ok::cli::add_kernel_code_commands(app, g, action);
   ok::cli::add_kernel_code_config_command(app, action);
   ok::cli::add_sessions_command(app, g, action);
+  ok::cli::add_dashboard_command(app, action);
   return ok::cli::run_app(app, argc, argv, action);
 }

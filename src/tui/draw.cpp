@@ -68,7 +68,7 @@ std::pair<double, const char*> prefix_of(double value) {
 // Three significant digits, or all of the integer part.
 std::string number(double v) {
   const double a = std::fabs(v);
-  return a >= 100 ? fmt::format("{:.0f}", v)
+  return a >= 100  ? fmt::format("{:.0f}", v)
          : a >= 10 ? fmt::format("{:.1f}", v)
                    : fmt::format("{:.2f}", v);
 }

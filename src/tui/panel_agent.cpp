@@ -68,8 +68,7 @@ void agent(const Snapshot& s, UiState& ui, Canvas& c, Rect r) {
   const Rect in = frame(c, r, Panel::Agent, "Agent · generator and critic", ui);
   if (in.empty()) return;
   int y = in.y;
-  if (in.h >= 6 && !s.strategy.empty())
-    c.put(in.x, y++, s.strategy, draw::kDim, in.w);
+  if (in.h >= 6 && !s.strategy.empty()) c.put(in.x, y++, s.strategy, draw::kDim, in.w);
   const AgentMessage* m = target(s, ui);
   if (m) {  // the attempt shown, then the others in flight
     const AttemptView* a = m->state == "done" ? s.attempt(m->number) : nullptr;

@@ -19,15 +19,17 @@ double num(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
 }
 
-// One gauge row: label, bar, percentage, and what it measures.
+// One gauge row: label, bar, percentage, and what it measures (`detail`, or `brief` where that
+// does not fit).
 void gauge_row(Canvas& c, Rect in, int y, std::string_view label, double fraction,
-               const std::string& detail) {
+               const std::string& detail, const std::string& brief) {
   const int gw = std::clamp(in.w / 4, 6, 24);
   c.put(in.x, y, label, draw::kBold, 5);
   const Style st = fraction >= 0.7 ? draw::kGood : fraction >= 0.3 ? draw::kWarn : draw::kBad;
   draw::gauge(c, in.x + 5, y, gw, fraction, st);
   c.put(in.x + 5 + gw, y, fmt::format("{:>4.0f}% ", 100 * fraction), st);
-  c.put(in.x + 11 + gw, y, detail, draw::kDim, in.w - 11 - gw);
+  const int room = in.w - 11 - gw;
+  c.put(in.x + 11 + gw, y, text_width(detail) <= room ? detail : brief, draw::kDim, room);
 }
 
 // The roofline rows from the evaluation's `roofline` (an object) and runtime; returns the next
@@ -40,20 +42,20 @@ int roofline_rows(const json& ev, const AttemptView& a, Canvas& c, Rect in, int 
   const double secs = rt * 1e-6;
   const double got_bw = secs > 0 ? bytes / secs : 0, got_flops = secs > 0 ? flops / secs : 0;
   const int bottom = in.y + in.h;
+  const std::string floor = "floor " + draw::micros(num(roof, "floor_us"));
   if (y < bottom)
     gauge_row(c, in, y++, "SOL", num(roof, "fraction_of_speed_of_light"),
-              "floor " + draw::micros(num(roof, "floor_us")) + " / " + draw::micros(rt));
+              floor + " / " + draw::micros(rt), floor);
   if (y < bottom)
-    gauge_row(c, in, y++, "BW", bw > 0 ? got_bw / bw : 0, draw::si_of(got_bw, bw, "B/s"));
+    gauge_row(c, in, y++, "BW", bw > 0 ? got_bw / bw : 0, draw::si_of(got_bw, bw, "B/s"),
+              draw::si(got_bw, "B/s"));
   if (y < bottom)
     gauge_row(c, in, y++, "FLOP", peak > 0 ? got_flops / peak : 0,
-              draw::si_of(got_flops, peak, "FLOP/s"));
-  if (y < bottom && bytes > 0 && bw > 0) {
+              draw::si_of(got_flops, peak, "FLOP/s"), draw::si(got_flops, "FLOP/s"));
+  if (y < bottom && bytes > 0 && bw > 0) {  // the roofline position, its verdict first
     const double ai = flops / bytes, ridge = peak / bw;
-    draw::Line l = {{"AI ", draw::kBold},
-                    {fmt::format("{:.2f} FLOP/B", ai), draw::kPlain},
-                    {fmt::format(" · ridge {:.0f} · ", ridge), draw::kDim},
-                    {ai >= ridge ? "compute-bound" : "memory-bound", draw::kAccent}};
+    draw::Line l = {{ai >= ridge ? "compute-bound" : "memory-bound", draw::kAccent},
+                    {fmt::format(" · AI {:.2f} FLOP/B, ridge {:.0f}", ai, ridge), draw::kDim}};
     draw::put_line(c, in.x, y++, l, in.w);
   }
   return y;
@@ -64,7 +66,8 @@ void kernel_rows(const json& ev, Canvas& c, Rect in, int y) {
   const json table = prof.is_object() ? prof.value("kernel_table", json::array()) : json::array();
   if (!table.is_array() || table.empty() || y >= in.y + in.h) return;
   const int nw = std::max(8, in.w - 24);
-  c.put(in.x, y++, fit("top kernels", nw, true) + "      us    n  share", draw::kDim, in.w);
+  c.put(in.x, y++, fit(nw >= 11 ? "top kernels" : "kernels", nw, true) + "      us    n  share",
+        draw::kDim, in.w);
   for (const auto& k : table) {
     if (y >= in.y + in.h) break;
     const double share = num(k, "share");

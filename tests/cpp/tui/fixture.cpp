@@ -176,7 +176,7 @@ json evaluation(int number) {
 
 }  // namespace
 
-void feed_session(RunModel& m) {
+void feed_session(optimize::Observer& m) {
   m.started(standing(0, std::nullopt, 0),
             {"swish-20261204-1", "swish_chain", "triton", "claude-sonnet-4", "NVIDIA H200",
              "swish_chain on triton with claude-sonnet-4"});

@@ -12,8 +12,8 @@
 
 namespace ok::tui::testing {
 
-// The session's events fed into `model` (elapsed 12:34 of 20 attempts).
-void feed_session(RunModel& model);
+// The session's events told to `model` (a RunModel, or a FanOut that records them too).
+void feed_session(optimize::Observer& model);
 // The fixture's snapshot with a fixed elapsed time (the model's own clock is live).
 Snapshot session_snapshot();
 // Sources per attempt number and evaluation JSON per evaluation id.

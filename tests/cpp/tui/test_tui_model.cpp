@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <thread>
 
+#include "../support/temp_dir.hpp"
 #include "fixture.hpp"
 #include "optimize/agents.hpp"
+#include "optimize/event_replay.hpp"
 #include "tui/model.hpp"
 
 namespace ok::tui {
@@ -131,6 +133,47 @@ TEST(TuiModel, ModelTextFromSeveralThreadsKeepsItsTailAndEveryByte) {
   const std::string t = one->text;
   EXPECT_LE(t.size(), kMaxAgentText);
   EXPECT_EQ(t.substr(t.size() - 2), "é");
+}
+
+// `kernel-code watch` feeds the store's events to a RunModel through replay_event: it shows what
+// the live run showed, the critic's diagnosis aside (the events do not carry it).
+TEST(TuiModel, WatchingTheStoredEventsShowsWhatTheLiveRunShowed) {
+  ok::testing::TempDir dir("ok-tui-watch");
+  const auto db = dir.path() / "db.sqlite";
+  auto writer = optimize::StoreObserver::open(db, "s-1");
+  ASSERT_TRUE(writer) << writer.error().message;
+  RunModel live, watched;
+  optimize::FanOut both({&live, writer->get()});
+  testing::feed_session(both);
+  ASSERT_FALSE((*writer)->error());
+  optimize::EventFollower follower(db, "s-1");
+  auto rows = follower.poll();
+  ASSERT_TRUE(rows) << rows.error().message;
+  for (const auto& e : *rows) EXPECT_TRUE(optimize::replay_event(e, watched)) << e.kind;
+
+  Snapshot a = live.snapshot(), b = watched.snapshot();
+  a.elapsed_s = b.elapsed_s = 754;
+  for (auto& x : a.attempts) x.bottleneck.clear();
+  for (auto& m : a.agents) {
+    m.diagnosis.clear();
+    m.suggestions.clear();
+  }
+  ASSERT_EQ(a.attempts.size(), b.attempts.size());
+  for (size_t i = 0; i < a.attempts.size(); ++i) {
+    EXPECT_EQ(a.attempts[i].flags, b.attempts[i].flags) << i;
+    EXPECT_EQ(a.attempts[i].eager_us, b.attempts[i].eager_us) << i;
+    EXPECT_EQ(a.attempts[i].compile_us, b.attempts[i].compile_us) << i;
+    EXPECT_EQ(a.attempts[i].intent, b.attempts[i].intent) << i;
+  }
+  EXPECT_EQ(b.info.device, "NVIDIA H200");
+  EXPECT_EQ(b.standing.recorded, 13);
+  for (auto [w, h] : {std::pair{80, 24}, {120, 40}, {200, 60}}) {
+    UiState ui;
+    EXPECT_EQ(testing::render_text(a, ui, w, h), testing::render_text(b, ui, w, h)) << w;
+    ui.selected = 7;
+    ui.detail = true;
+    EXPECT_EQ(testing::render_text(a, ui, w, h), testing::render_text(b, ui, w, h)) << w;
+  }
 }
 
 }  // namespace

@@ -104,11 +104,9 @@ TEST(TuiRender, EverySizeDraws) {
     }
   };
   for (int w = 1; w <= 210; w += 1)
-    for (int h : {1, 6, 7, 9, 13, 24, 31})
-      draw_at(w, h);
+    for (int h : {1, 6, 7, 9, 13, 24, 31}) draw_at(w, h);
   for (int h = 1; h <= 70; ++h)
-    for (int w : {20, 33, 80, 99, 100, 139, 140, 159, 160, 200})
-      draw_at(w, h);
+    for (int w : {20, 33, 80, 99, 100, 139, 140, 159, 160, 200}) draw_at(w, h);
 }
 
 TEST(TuiRender, TinyTerminalsSaySo) {
@@ -141,7 +139,7 @@ TEST(TuiRender, VerdictsSpeedupsSelectionAndFocusHaveTheirStyles) {
   ASSERT_GE(bx, 0);
   EXPECT_EQ(c.at(bx + 5, by).style.fg, Color::Green);
   EXPECT_EQ(c.at(bx + 20, by).style, (Style{.fg = Color::Green, .bold = true}));
-  EXPECT_EQ(c.at(bx, by).style.fg, Color::Yellow);  // the best's star
+  EXPECT_EQ(c.at(bx, by).style.fg, Color::Yellow);   // the best's star
   const auto [sx, sy] = find(c, " 13 runtime_err");  // following: the newest is selected
   ASSERT_GE(sx, 0);
   EXPECT_TRUE(c.at(sx, sy).style.reverse);

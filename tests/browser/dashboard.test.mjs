@@ -1,0 +1,187 @@
+// The dashboard in Debian's chromium, driven by playwright-core (pinned in package-lock.json;
+// the system browser, nothing downloaded), over real CPU sessions of `openkernel optimize` with
+// the builtin generator:
+// - a session is followed live: every attempt the engine (another process) records appears in
+//   the page within 2 s of its row's time;
+// - once it ends, every panel renders with data and the page logged no console error;
+// - the experiment table sorts and filters; the diff shows two chosen attempts, highlighted;
+// - a second session shows up in the picker and in the panels across sessions;
+// - a screenshot of every panel is saved (DASHBOARD_SCREENSHOTS=docs/dashboard to refresh the
+//   docs' pictures; a temporary folder otherwise).
+// Skips, saying why, without chromium, node_modules or the built binaries.
+//
+//   node --test tests/browser/dashboard.test.mjs
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const BIN = process.env.OPENKERNEL_BIN_DIR || join(ROOT, "build/release/bin");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const PYTHON = process.env.OPENKERNEL_PYTHON || "/usr/bin/python3";
+const PANELS = ["trajectory", "roofline", "utilisation", "table", "diff", "landscape", "tree",
+                "convergence", "cost", "strategies"];
+const QUICK = ["--trials", "2", "--timing-budget", "0.3", "--timeout", "120", "--backend", "cpu",
+               "--model", "builtin", "--reference", join(ROOT, "examples/swish_chain/reference.py")];
+
+function missing() {
+  if (!existsSync(CHROMIUM)) return `no chromium at ${CHROMIUM} (scripts/setup.sh --tests installs it)`;
+  if (!existsSync(join(ROOT, "node_modules/playwright-core"))) {
+    return "no node_modules/playwright-core (scripts/setup.sh runs npm ci)";
+  }
+  for (const b of ["openkernel", "kernel-code"]) {
+    if (!existsSync(join(BIN, b))) return `no ${b} binary in ${BIN} (build it first)`;
+  }
+  return null;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what, fn, timeoutMs, everyMs = 100) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+function start(cmd, args, env) {
+  const p = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  p.out = "";
+  p.err = "";
+  p.stdout.on("data", (d) => { p.out += d; });
+  p.stderr.on("data", (d) => { p.err += d; });
+  p.done = new Promise((r) => p.on("exit", (code) => r(code)));
+  return p;
+}
+
+async function api(base, path) {
+  const res = await fetch(new URL(path, base));
+  if (!res.ok) return null;
+  return res.json();
+}
+
+const reason = missing();
+
+test("the dashboard follows real sessions and renders every panel", { skip: reason ?? false,
+                                                                        timeout: 900_000 }, async () => {
+  const require = createRequire(import.meta.url);
+  const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
+  const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-"));
+  const shots = process.env.DASHBOARD_SCREENSHOTS
+    ? resolve(ROOT, process.env.DASHBOARD_SCREENSHOTS) : join(tmp, "shots");
+  mkdirSync(shots, { recursive: true });
+  const env = { ...process.env, OPENKERNEL_PYTHON: PYTHON, XDG_CONFIG_HOME: join(tmp, "config"),
+                XDG_CACHE_HOME: join(tmp, "cache"), XDG_DATA_HOME: join(tmp, "data") };
+  delete env.OPENKERNEL_API_KEY;
+  const db = join(tmp, "db.sqlite");
+  const procs = [];
+  let browser;
+  try {
+    const first = start(join(BIN, "openkernel"), ["optimize", "--db", db, "--session", "live",
+      "--iterations", "3", "--out", join(tmp, "out-live"), ...QUICK], env);
+    procs.push(first);
+    await until("the store", () => existsSync(db), 120_000);
+    const dash = start(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"], env);
+    procs.push(dash);
+    const url = (await until("the dashboard's URL", () => dash.out.match(/http:\/\/\S+/), 30_000))[0];
+    await until("the live session", async () => (await api(url, "/api/sessions/live")) !== null, 120_000);
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
+                                      args: ["--no-sandbox", "--use-gl=swiftshader", "--enable-unsafe-swiftshader"] });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors = [];
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${url}?session=live`);
+    await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 30_000 });
+    const openedAt = Date.now();
+
+    // Live: each attempt recorded after the page opened shows within 2 s of its row's time.
+    assert.equal(await first.done, 0, first.err);
+    const live = await api(url, "/api/sessions/live");
+    assert.equal(live.attempts.length, 3);
+    await page.waitForFunction(() => Object.keys(window.okDashboard.seen).length === 3, null,
+                               { timeout: 10_000 });
+    const seen = await page.evaluate(() => window.okDashboard.seen);
+    let measured = 0;
+    for (const a of live.attempts) {
+      const recorded = Date.parse(a.created_at);
+      if (recorded < openedAt) continue;
+      measured++;
+      const lag = seen[a.number] - recorded;
+      assert.ok(lag < 2000, `attempt ${a.number} appeared ${lag} ms after it was recorded`);
+    }
+    assert.ok(measured >= 1, "no attempt was recorded while the page was open");
+
+    // A second session, with another strategy: the picker and the panels across sessions.
+    const second = start(join(BIN, "openkernel"), ["optimize", "--db", db, "--session", "second",
+      "--iterations", "2", "--strategy", "seed-explore", "--out", join(tmp, "out-2"), ...QUICK], env);
+    procs.push(second);
+    assert.equal(await second.done, 0, second.err);
+    await page.waitForFunction(() => document.querySelectorAll("#session-picker option").length === 2,
+                               null, { timeout: 15_000 });
+    await page.waitForFunction(
+      () => document.querySelector("#panel-strategies tbody")?.textContent.includes("seed-explore"),
+      null, { timeout: 10_000 });
+
+    for (const name of PANELS) {
+      const state = await page.getAttribute(`#panel-${name}`, "data-state");
+      assert.equal(state, "ready", `panel ${name} is ${state}`);
+    }
+    const traces = await page.evaluate(() => document.querySelectorAll("#panel-convergence .plot .scatterlayer .trace").length);
+    assert.ok(traces >= 4, `convergence draws both sessions over attempts and time (${traces} traces)`);
+
+    // The table sorts (speedup descending, then ascending) and filters.
+    const speeds = () => page.$$eval("#panel-table tbody tr", (rows) => rows.map((r) =>
+      parseFloat(r.querySelector(".c-speedup").textContent) || null));
+    await page.click('#panel-table th[data-key="speedup"]');
+    const down = (await speeds()).filter((x) => x !== null);
+    assert.deepEqual(down, [...down].sort((a, b) => b - a));
+    await page.click('#panel-table th[data-key="speedup"]');
+    const up = (await speeds()).filter((x) => x !== null);
+    assert.deepEqual(up, [...up].sort((a, b) => a - b));
+    const correct = live.attempts.filter((a) => a.verdict === "correct").length;
+    await page.fill("#table-filter", "verdict:correct");
+    assert.equal((await page.$$("#panel-table tbody tr")).length, correct);
+    await page.fill("#table-filter", "no-such-attempt-text");
+    assert.equal((await page.$$("#panel-table tbody tr")).length, 0);
+    await page.fill("#table-filter", "");
+
+    // The diff of two chosen attempts, highlighted.
+    await page.selectOption("#diff-a", "1");
+    await page.selectOption("#diff-b", "3");
+    await page.waitForFunction(() => document.querySelector("#panel-diff .count")?.textContent.startsWith("#1 "),
+                               null, { timeout: 10_000 });
+    const head = await page.textContent("#panel-diff .count");
+    assert.match(head, /^#1 .* → #3 /);
+    assert.ok((await page.$$("#panel-diff tr.d-add")).length + (await page.$$("#panel-diff tr.d-del")).length > 0,
+              "attempts 1 and 3 differ");
+    assert.ok((await page.$$("#panel-diff .hljs-keyword")).length > 0, "the code is highlighted");
+
+    for (const name of PANELS) {
+      await page.locator(`#panel-${name}`).screenshot({ path: join(shots, `${name}.png`) });
+    }
+    // The Charts page: chart_data of the store's sessions (src/charts), drawn with Plotly.
+    await page.click('nav button[data-page="charts"]');
+    await page.waitForFunction(() => document.querySelector("#panel-charts").dataset.state, null,
+                               { timeout: 20_000 });
+    assert.equal(await page.getAttribute("#panel-charts", "data-state"), "ready");
+    const charts = await page.$$eval("#panel-charts figure.chart", (fs) => fs.map((f) => f.dataset.chart));
+    assert.ok(charts.includes("scaling") && charts.includes("speedup_distribution"), charts.join());
+    await page.locator('#panel-charts figure[data-chart="scaling"]').screenshot({ path: join(shots, "charts_scaling.png") });
+    assert.deepEqual(errors, [], "console errors");
+    assert.deepEqual(await page.evaluate(() => window.okDashboard.errors), []);
+  } finally {
+    if (browser) await browser.close();
+    for (const p of procs) if (p.exitCode === null) p.kill("SIGTERM");
+    if (!process.env.DASHBOARD_KEEP) rmSync(tmp, { recursive: true, force: true });
+  }
+});

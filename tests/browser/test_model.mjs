@@ -1,0 +1,153 @@
+// Unit tests of the dashboard's pure functions (web/js/model.js, web/js/chart_spec.js), run by
+// node's own test runner: node --test tests/browser/test_model.mjs
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { chartSpec } from "../../web/js/chart_spec.js";
+import {
+  bestSoFar, codeSegments, escapeHtml, filterRows, intentForest, landscapeAxes, lineDiff,
+  paretoFrontier, roofLines, secondsBetween, sortRows, splitHighlightedLines, statusCounts,
+  strategyRows,
+} from "../../web/js/model.js";
+
+test("bestSoFar keeps the best correct speedup and ignores incorrect ones", () => {
+  const got = bestSoFar([
+    { number: 1, correct: false, speedup: 9 },
+    { number: 2, correct: true, speedup: 1.5 },
+    { number: 3, correct: true, speedup: 1.2 },
+    { number: 4, correct: true, speedup: 2.5 },
+  ]);
+  assert.deepEqual(got.map((p) => p.best), [null, 1.5, 1.5, 2.5]);
+});
+
+test("secondsBetween reads ISO times and refuses garbage", () => {
+  assert.equal(secondsBetween("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:02.500Z"), 2.5);
+  assert.equal(secondsBetween("nope", "2026-01-01T00:00:00Z"), null);
+});
+
+test("sortRows sorts numbers and text, nulls last both ways, stable", () => {
+  const rows = [{ n: 1, s: null }, { n: 2, s: 3 }, { n: 3, s: 1 }, { n: 4, s: 3 }];
+  assert.deepEqual(sortRows(rows, "s").map((r) => r.n), [3, 2, 4, 1]);
+  assert.deepEqual(sortRows(rows, "s", true).map((r) => r.n), [2, 4, 3, 1]);
+  assert.deepEqual(sortRows([{ v: "b" }, { v: "a" }], "v").map((r) => r.v), ["a", "b"]);
+});
+
+test("filterRows matches every word, and key:value against that field", () => {
+  const rows = [{ verdict: "correct", what: "tile 64" }, { verdict: "incorrect", what: "tile 128" }];
+  const text = (r) => `${r.verdict} ${r.what}`;
+  assert.equal(filterRows(rows, "tile", text).length, 2);
+  assert.deepEqual(filterRows(rows, "TILE 128", text), [rows[1]]);
+  assert.deepEqual(filterRows(rows, "verdict:correct", text), [rows[0]]);
+  assert.equal(filterRows(rows, "  ", text).length, 2);
+  assert.equal(filterRows(rows, "nothing:here", text).length, 0);
+});
+
+test("lineDiff finds the changed lines with both sides' numbers", () => {
+  const ops = lineDiff("a\nb\nc\nd\n", "a\nB\nc\nd\ne\n");
+  assert.deepEqual(ops.map((o) => `${o.op}:${o.a ?? "-"}:${o.b ?? "-"}:${o.text}`), [
+    "same:1:1:a", "del:2:-:b", "add:-:2:B", "same:3:3:c", "same:4:4:d", "add:-:5:e",
+  ]);
+  assert.deepEqual(lineDiff("", "x").map((o) => o.op), ["add"]);
+  assert.ok(lineDiff("same\n", "same\n").every((o) => o.op === "same"));
+});
+
+test("codeSegments finds the C++ of a load_inline string inside Python", () => {
+  const src = [
+    "import torch",
+    'cpp = r"""',
+    "#include <torch/extension.h>",
+    "torch::Tensor f(torch::Tensor x) { return x; }",
+    '"""',
+    "class ModelNew: pass",
+  ].join("\n");
+  const segs = codeSegments(src, "python");
+  assert.deepEqual(segs.map((s) => [s.lang, s.first, s.lines.length]),
+                   [["python", 0, 2], ["cpp", 2, 2], ["python", 4, 2]]);
+  // A docstring is not code.
+  assert.deepEqual(codeSegments('"""\nA docstring.\n"""\nx = 1', "python").map((s) => s.lang),
+                   ["python"]);
+  assert.deepEqual(codeSegments("int main() {}", "cuda").map((s) => s.lang), ["cpp"]);
+});
+
+test("splitHighlightedLines balances spans across lines", () => {
+  const html = '<span class="a">x\ny</span> z\n<span class="b">w</span>';
+  assert.deepEqual(splitHighlightedLines(html), [
+    '<span class="a">x</span>', '<span class="a">y</span> z', '<span class="b">w</span>',
+  ]);
+});
+
+test("paretoFrontier keeps the points nothing cheaper beats", () => {
+  const front = paretoFrontier([{ x: 1, y: 2 }, { x: 2, y: 1 }, { x: 3, y: 5 }, { x: 1, y: 1 },
+                                { x: NaN, y: 9 }]);
+  assert.deepEqual(front.map((p) => [p.x, p.y]), [[1, 2], [3, 5]]);
+});
+
+test("roofLines puts the ridge at peak over bandwidth", () => {
+  const r = roofLines(1e12, 1e14, 0.5, 2);
+  assert.equal(r.ridge, 100);
+  assert.deepEqual(r.y, [1e12 * r.x[0], 1e14, 1e14]);
+  assert.equal(roofLines(0, 1, 1, 1), null);
+});
+
+test("landscapeAxes uses the varying template axes, else attempt, runtime, bandwidth", () => {
+  const attempts = [
+    { number: 1, speedup: 2, params: { s: { a: 1, b: "x", c: true } } },
+    { number: 2, speedup: 3, params: { s: { a: 2, b: "x", c: false } } },
+  ];
+  const axes = [{ key: "s.a", values: [1, 2] }, { key: "s.b", values: ["x", "y"] },
+                { key: "s.c", values: [true, false] }];
+  const got = landscapeAxes(attempts, axes);
+  assert.deepEqual(got.map((a) => a.title), ["s.a", "s.c", "speedup"]);
+  assert.deepEqual(got[1].categories, [true, false]);
+  assert.equal(got[1].value(attempts[1]), false);
+  const model = landscapeAxes([{ number: 1, runtime_us: 5, roofline: { achieved_bytes_per_s: 2e9 } }], []);
+  assert.deepEqual(model.map((a) => a.title), ["attempt", "runtime (us)", "bandwidth (GB/s)"]);
+  assert.equal(model[2].value({ roofline: { achieved_bytes_per_s: 2e9 } }), 2);
+});
+
+test("intentForest nests intents under their parents and counts statuses", () => {
+  const intents = [{ id: 0, parent: null, status: "trying" }, { id: 1, parent: 0, status: "succeeded" },
+                   { id: 2, parent: 1, status: "failed" }, { id: 3, parent: 0, status: "open" }];
+  const forest = intentForest(intents);
+  assert.equal(forest.length, 1);
+  assert.deepEqual(forest[0].children.map((c) => c.intent.id), [1, 3]);
+  assert.deepEqual(forest[0].children[0].children.map((c) => c.intent.id), [2]);
+  assert.deepEqual(statusCounts(intents), { open: 1, trying: 1, succeeded: 1, failed: 1, pruned: 0 });
+});
+
+test("strategyRows gives one row per class with a record, then all classes", () => {
+  const rows = strategyRows({
+    classes: ["pointwise"],
+    strategies: [{ id: "s", classes: { pointwise: { problems: 2, win_rate: 0.5 } },
+                   all: { problems: 2, win_rate: 0.5 } }, { id: "t", classes: {}, all: { problems: 0 } }],
+  });
+  assert.deepEqual(rows.map((r) => `${r.id}/${r.cls}/${r.problems}`), ["s/pointwise/2", "s/all/2", "t/all/0"]);
+});
+
+test("escapeHtml escapes markup", () => {
+  assert.equal(escapeHtml(`<a href="x">&'</a>`), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+});
+
+test("chartSpec draws every kind of chart_data", () => {
+  const bars = chartSpec({ kind: "bars", title: "t", categories: ["a", "b"],
+                           series: [{ name: "ours", values: [0.5, null] },
+                                    { name: "KB", hardware: "H100", values: [0.3, 0.2] }],
+                           x: { label: "x", scale: "category" }, y: { label: "y", scale: "linear", range: [0, 1] } });
+  assert.equal(bars.traces.length, 2);
+  assert.equal(bars.traces[1].name, "KB (H100)");
+  assert.equal(bars.layout.barmode, "group");
+  assert.deepEqual(bars.layout.yaxis.range, [0, 1]);
+  const box = chartSpec({ kind: "box", series: [{ name: "r", values: [1, 2] }], y: { scale: "log" } });
+  assert.equal(box.traces[0].type, "box");
+  assert.equal(box.layout.yaxis.type, "log");
+  const lines = chartSpec({ kind: "lines", series: [{ name: "r", x: [1, 2], y: [0.1, 0.2] }] });
+  assert.equal(lines.traces[0].mode, "lines+markers");
+  const scatter = chartSpec({ kind: "scatter", series: [{ name: "r", x: [1], y: [2] },
+                                                        { name: "frontier", frontier: true, x: [1], y: [2] }] });
+  assert.equal(scatter.traces[0].mode, "markers");
+  assert.equal(scatter.traces[1].line.dash, "dot");
+  const heat = chartSpec({ kind: "heatmap", x: { categories: ["r"] }, y: { categories: ["p"] },
+                           z: [[1.5]], text: [["1.5x"]] });
+  assert.deepEqual(heat.traces[0].z, [[1.5]]);
+  assert.equal(chartSpec({ kind: "pie" }), null);
+});

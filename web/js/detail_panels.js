@@ -1,0 +1,134 @@
+// The session's text panels: the experiment table (sortable, filterable), the code diff of two
+// chosen attempts (highlight.js) and the strategy tree (the world model's intents).
+import hljs from "/vendor/highlight.min.js";
+import {
+  codeSegments, escapeHtml, filterRows, fmtPercent, fmtSpeedup, fmtUs, fmtUsd, intentForest,
+  lineDiff, sortRows, splitHighlightedLines, statusCounts,
+} from "./model.js";
+import { rendered } from "./plots.js";
+
+// The table's columns: key (sort and filter), header, cell text.
+const COLUMNS = [
+  ["number", "#", (a) => String(a.number)],
+  ["verdict", "verdict", (a) => a.verdict],
+  ["speedup", "speedup", (a) => fmtSpeedup(a.speedup)],
+  ["runtime_us", "runtime", (a) => fmtUs(a.runtime_us)],
+  ["sol", "speed of light", (a) => fmtPercent(a.roofline && a.roofline.fraction_of_speed_of_light)],
+  ["bottleneck", "bottleneck", (a) => a.bottleneck || ""],
+  ["cost_usd", "cost", (a) => fmtUsd(a.cost_usd)],
+  ["wall_s", "wall", (a) => `${a.wall_s.toFixed(1)} s`],
+  ["flags", "flags", (a) => (a.flags || []).join(", ")],
+  ["what", "what", (a) => (a.intent && a.intent.title) || a.description || a.error || ""],
+];
+
+function field(a, key) {
+  if (key === "sol") return a.roofline ? a.roofline.fraction_of_speed_of_light : null;
+  if (key === "what") return (a.intent && a.intent.title) || a.description || a.error || "";
+  if (key === "flags") return (a.flags || []).join(",");
+  return a[key];
+}
+
+export function renderTable(panel, state, onSelect) {
+  const d = state.detail;
+  const attempts = d ? d.attempts : [];
+  if (!attempts.length) return rendered(panel, "empty", "no attempt recorded yet");
+  const t = state.table;
+  const textOf = (a) => COLUMNS.map(([, , cell]) => cell(a)).join(" ");
+  const rows = sortRows(filterRows(attempts, t.filter, textOf, field), (a) => field(a, t.sort),
+                        t.descending);
+  const head = COLUMNS.map(([key, title]) => {
+    const mark = key === t.sort ? (t.descending ? " ▼" : " ▲") : "";
+    return `<th data-key="${key}" aria-sort="${key === t.sort ? (t.descending ? "descending" : "ascending") : "none"}">` +
+      `${escapeHtml(title)}${mark}</th>`;
+  }).join("");
+  const body = rows.map((a) => {
+    const cls = [a.correct ? "ok" : "bad", a.number === state.selected ? "selected" : ""].join(" ");
+    return `<tr data-number="${a.number}" class="${cls}">` +
+      COLUMNS.map(([key, , cell]) => `<td class="c-${key}">${escapeHtml(cell(a))}</td>`).join("") +
+      "</tr>";
+  }).join("");
+  const box = panel.querySelector(".body");
+  box.innerHTML = `<p class="count">${rows.length} of ${attempts.length} attempts</p>` +
+    `<div class="scroll"><table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
+  box.querySelectorAll("th").forEach((th) => th.addEventListener("click", () => {
+    const key = th.dataset.key;
+    t.descending = t.sort === key ? !t.descending : key === "speedup";
+    t.sort = key;
+    renderTable(panel, state, onSelect);
+  }));
+  box.querySelectorAll("tbody tr").forEach((tr) => tr.addEventListener("click", () => {
+    onSelect(Number(tr.dataset.number));
+  }));
+  rendered(panel, "ready");
+}
+
+// Every line of a source as highlighted HTML, each language stretch highlighted whole.
+function highlightLines(source, language) {
+  const out = [];
+  for (const seg of codeSegments(source, language)) {
+    const html = hljs.highlight(seg.lines.join("\n"), { language: seg.lang, ignoreIllegals: true }).value;
+    out.push(...splitHighlightedLines(html));
+  }
+  return out;
+}
+
+export function renderDiff(panel, state, sources) {
+  const { a, b } = state.diff;
+  const sa = sources.get(a), sb = sources.get(b);
+  const box = panel.querySelector(".body");
+  if (a === null || b === null || !sa || !sb) {
+    return rendered(panel, "empty", "choose two attempts above");
+  }
+  if (sa.source === null || sb.source === null) {
+    return rendered(panel, "empty", (sa.source === null ? sa : sb).reason);
+  }
+  const la = highlightLines(sa.source, sa.language), lb = highlightLines(sb.source, sb.language);
+  const ops = lineDiff(sa.source, sb.source);
+  const added = ops.filter((o) => o.op === "add").length;
+  const removed = ops.filter((o) => o.op === "del").length;
+  const rows = ops.map((o) => {
+    const html = o.op === "add" ? lb[o.b - 1] : la[o.a - 1];
+    const sign = o.op === "add" ? "+" : o.op === "del" ? "-" : " ";
+    return `<tr class="d-${o.op}"><td class="ln">${o.a ?? ""}</td><td class="ln">${o.b ?? ""}</td>` +
+      `<td class="sign">${sign}</td><td class="code"><code>${html ?? ""}</code></td></tr>`;
+  }).join("");
+  box.innerHTML = `<p class="count">#${a} ${escapeHtml(sa.path)} → #${b} ${escapeHtml(sb.path)}: ` +
+    `<span class="added">+${added}</span> <span class="removed">-${removed}</span></p>` +
+    `<div class="scroll diff hljs"><table>${rows}</table></div>`;
+  rendered(panel, "ready");
+}
+
+const STATUS_MARK = { succeeded: "✔", failed: "✘", pruned: "–", trying: "…", open: "○" };
+
+function intentHtml(node) {
+  const i = node.intent;
+  const evidence = (i.evidence || []).map((n) => `<a href="#" data-attempt="${n}">#${n}</a>`).join(" ");
+  const head = `<span class="status s-${escapeHtml(i.status)}" title="${escapeHtml(i.status)}">` +
+    `${STATUS_MARK[i.status] || "?"}</span> <span class="title">${escapeHtml(i.title)}</span>` +
+    ` <span class="meta">p ${Number(i.priority || 0).toFixed(3)} · c ${Number(i.confidence || 0).toFixed(2)}` +
+    `${evidence ? " · " + evidence : ""}${i.note ? " · " + escapeHtml(i.note) : ""}</span>`;
+  if (!node.children.length) return `<li data-intent="${i.id}">${head}</li>`;
+  return `<li data-intent="${i.id}"><details open><summary>${head}</summary><ul>` +
+    node.children.map(intentHtml).join("") + "</ul></details></li>";
+}
+
+export function renderTree(panel, state, onSelect) {
+  const tree = state.tree;
+  if (!tree || !Array.isArray(tree.intents)) {
+    return rendered(panel, "empty", "this session has no intent tree (it is recorded after " +
+      "the first evaluation of an engine search)");
+  }
+  const counts = statusCounts(tree.intents);
+  const summary = `${escapeHtml(tree.policy || "")} search, strategy ` +
+    `${escapeHtml((tree.strategy && tree.strategy.id) || "?")}, ${escapeHtml(tree.problem_class || "")}` +
+    ` problems; ${tree.intents.length} intents: ` +
+    Object.entries(counts).filter(([, n]) => n).map(([s, n]) => `${n} ${s}`).join(", ");
+  const box = panel.querySelector(".body");
+  box.innerHTML = `<p class="count">${summary}</p><div class="scroll tree"><ul>` +
+    intentForest(tree.intents).map(intentHtml).join("") + "</ul></div>";
+  box.querySelectorAll("a[data-attempt]").forEach((el) => el.addEventListener("click", (ev) => {
+    ev.preventDefault();
+    onSelect(Number(el.dataset.attempt));
+  }));
+  rendered(panel, "ready");
+}

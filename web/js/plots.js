@@ -1,0 +1,53 @@
+// Plotly helpers every panel shares: one layout style, one config, and marking a panel rendered
+// (its data-state, which the browser tests and the bench read).
+
+const Plotly = globalThis.Plotly;
+
+export const CONFIG = {
+  displaylogo: false,
+  responsive: true,
+  modeBarButtonsToRemove: ["lasso2d", "select2d", "toImage"],
+};
+
+export const VERDICT_COLOURS = { correct: "#1a7f37", incorrect: "#cf222e" };
+
+export function layout(extra = {}) {
+  return {
+    margin: { l: 56, r: 16, t: 12, b: 44 },
+    height: 300,
+    font: { size: 11, family: "system-ui, sans-serif" },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "#fbfbfc",
+    legend: { orientation: "h", y: -0.2 },
+    hovermode: "closest",
+    ...extra,
+  };
+}
+
+// Draws (or redraws in place) a plot into the panel's body.
+export function plot(panel, traces, lay) {
+  const body = panel.querySelector(".body");
+  let div = body.querySelector(".plot");
+  if (!div) {
+    body.textContent = "";
+    div = document.createElement("div");
+    div.className = "plot";
+    body.appendChild(div);
+  }
+  Plotly.react(div, traces, lay, CONFIG);
+  return div;
+}
+
+// Marks a panel rendered: "ready" with data, "empty" with a message saying why there is none.
+export function rendered(panel, state, message) {
+  panel.dataset.state = state;
+  panel.dataset.renders = String(Number(panel.dataset.renders || 0) + 1);
+  if (state === "empty") {
+    const body = panel.querySelector(".body");
+    body.textContent = "";
+    const p = document.createElement("p");
+    p.className = "empty";
+    p.textContent = message;
+    body.appendChild(p);
+  }
+}
