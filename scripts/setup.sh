@@ -18,6 +18,7 @@ RUN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libfmt-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libcpp-httplib-dev libtomlplusplus-dev libkainjow-mustache-dev
+  libncurses-dev  # kernel-code's terminal UI (ncursesw)
   # the worker and the candidate sandbox
   bubblewrap python3 python3-torch python3-numpy
   # load_inline / load candidates: python3-torch only recommends these (and setup.sh installs
@@ -34,6 +35,7 @@ TEST_PACKAGES=(
   python3-pytest
   procps  # pgrep, in the sweep tests
   chromium  # the dashboard's browser tests (driven by playwright-core from npm)
+  tmux  # a real terminal for kernel-code's terminal UI tests
 )
 
 packages=("${RUN_PACKAGES[@]}")

@@ -1,6 +1,7 @@
 // kernel-code: the developer tool (terminal UI, dashboard, config). Thin: commands live in src/cli.
 #include "cli/command.hpp"
 #include "cli/dashboard_command.hpp"
+#include "cli/kernel_code_commands.hpp"
 #include "cli/llm_commands.hpp"
 #include "cli/sessions_command.hpp"
 
@@ -10,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   ok::cli::GlobalOptions g;
   ok::cli::Action action;
+  ok::cli::add_kernel_code_commands(app, g, action);
   ok::cli::add_kernel_code_config_command(app, action);
   ok::cli::add_sessions_command(app, g, action);
   ok::cli::add_dashboard_command(app, action);
