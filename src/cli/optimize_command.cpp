@@ -51,6 +51,7 @@ class ProgressPrinter final : public optimize::Observer {
   void evaluating(const optimize::Standing& s, int number, const std::string& what) override {
     show(fmt::format("[{}/{}] evaluating: {}\n", number, s.total, what));
   }
+  void diagnosed(const optimize::Standing&, const optimize::Attempt&) override {}
   void attempt_finished(const optimize::Standing& s, const optimize::Attempt& a) override {
     std::string what = a.speedup ? fmt::format("{} {:.3f}x", a.verdict, *a.speedup) : a.verdict;
     std::string why = a.error.empty() ? "" : ": " + a.error.substr(0, a.error.find('\n'));

@@ -82,7 +82,8 @@ Attempt attempt_from(const json& j) {
   a.generator = text_at(j, "generator");
   a.path = text_at(j, "path");
   a.verdict = text_at(j, "verdict");
-  a.correct = j.is_object() && j.value("correct", false);
+  a.correct = j.is_object() && j.contains("correct") && j["correct"].is_boolean() &&
+              j["correct"].get<bool>();
   a.speedup = number_at(j, "speedup");
   a.runtime_us = number_at(j, "runtime_us");
   a.error = text_at(j, "error");
@@ -97,6 +98,23 @@ Attempt attempt_from(const json& j) {
   if (auto e = number_at(j, "eager_us")) summary["ref_runtime_us"] = *e;
   if (auto c = number_at(j, "compile_us")) summary["compile_runtime_us"] = *c;
   if (!summary.empty()) a.summary = std::move(summary);
+  return a;
+}
+
+json diagnosis(const Attempt& a) {
+  return {{"diagnosis", a.diagnosis}, {"cost_usd", a.cost_usd}, {"wall_s", a.wall_s}};
+}
+
+std::string bottleneck(const Attempt& a) {
+  return text_at(a.diagnosis, "bottleneck");
+}
+
+Attempt diagnosis_from(int number, const json& j) {
+  Attempt a;
+  a.number = number;
+  if (j.is_object() && j.contains("diagnosis")) a.diagnosis = j["diagnosis"];
+  a.cost_usd = number_at(j, "cost_usd").value_or(0);
+  a.wall_s = number_at(j, "wall_s").value_or(0);
   return a;
 }
 

@@ -23,4 +23,11 @@ SessionInfo info_from(const nlohmann::json& j);
 nlohmann::json attempt(const Attempt& a);
 Attempt attempt_from(const nlohmann::json& j);
 
+// The critic's diagnosis of an attempt as the `diagnosed` event carries it: {diagnosis, cost_usd,
+// wall_s}; bottleneck() is the event's text (the diagnosis's "bottleneck", or "").
+nlohmann::json diagnosis(const Attempt& a);
+std::string bottleneck(const Attempt& a);
+// The attempt (number and those fields) back from the payload's `diagnosis` object.
+Attempt diagnosis_from(int number, const nlohmann::json& j);
+
 }  // namespace ok::optimize::payload

@@ -43,6 +43,8 @@ bool replay_event(const store::EventRow& e, Observer& to) {
       a.verdict = e.text;
     }
     to.attempt_finished(s, a);
+  } else if (k == "diagnosed") {
+    to.diagnosed(s, payload::diagnosis_from(e.number, object_at(p, "diagnosis")));
   } else if (k == "search_decision") {
     const std::string kind = p.contains("decision") && p["decision"].is_string()
                                  ? p["decision"].get<std::string>()

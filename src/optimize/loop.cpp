@@ -406,6 +406,7 @@ util::Result<void> Loop::conclude_attempt(Flight& f) {
             a.wall_s);
         !r)
       return std::unexpected(r.error());
+    if (!a.diagnosis.is_null()) observer_.diagnosed(standing(), a);
   }
   planner_->observe(f.direction, observation_of(a, planner_->space()));
   publish_decisions();

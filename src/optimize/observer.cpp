@@ -32,6 +32,9 @@ void FanOut::evaluating(const Standing& s, int number, const std::string& descri
 void FanOut::attempt_finished(const Standing& s, const Attempt& a) {
   for (auto* o : observers_) o->attempt_finished(s, a);
 }
+void FanOut::diagnosed(const Standing& s, const Attempt& a) {
+  for (auto* o : observers_) o->diagnosed(s, a);
+}
 void FanOut::search_decision(const Standing& s, int intent, const std::string& kind,
                              const std::string& text) {
   for (auto* o : observers_) o->search_decision(s, intent, kind, text);
@@ -111,6 +114,10 @@ void StoreObserver::evaluating(const Standing& s, int number, const std::string&
 void StoreObserver::attempt_finished(const Standing& s, const Attempt& a) {
   append(row("attempt_finished", a.number, s.total, a.verdict,
              with_standing(s, {{"attempt", payload::attempt(a)}})));
+}
+void StoreObserver::diagnosed(const Standing& s, const Attempt& a) {
+  append(row("diagnosed", a.number, s.total, payload::bottleneck(a),
+             with_standing(s, {{"diagnosis", payload::diagnosis(a)}})));
 }
 void StoreObserver::search_decision(const Standing& s, int intent, const std::string& kind,
                                     const std::string& text) {

@@ -57,6 +57,10 @@ class Observer {
   virtual void evaluating(const Standing& s, int number, const std::string& description) = 0;
   // Attempt `a` was recorded: evaluated, or settled without an evaluation (its verdict says why).
   virtual void attempt_finished(const Standing& s, const Attempt& a) = 0;
+  // The critic's diagnosis of attempt `a` arrived, after attempt_finished: a.diagnosis (the
+  // bottleneck, evidence, suggested actions), with the attempt's final cost and wall time. Not
+  // told for attempts the critic did not diagnose.
+  virtual void diagnosed(const Standing& s, const Attempt& a) = 0;
   // A decision of the search: the planner's (kind intent_added, intent_succeeded, stagnation,
   // ...; `intent` its id, 0 the root), or the session's own (replayed, strategy_mutated,
   // exhausted; intent -1).
@@ -81,6 +85,7 @@ class FanOut final : public Observer {
   void model_retry(int number, const std::string& why) override;
   void evaluating(const Standing& s, int number, const std::string& description) override;
   void attempt_finished(const Standing& s, const Attempt& a) override;
+  void diagnosed(const Standing& s, const Attempt& a) override;
   void search_decision(const Standing& s, int intent, const std::string& kind,
                        const std::string& text) override;
   void warning(const std::string& text) override;
@@ -107,6 +112,7 @@ class StoreObserver final : public Observer {
   void model_retry(int number, const std::string& why) override;
   void evaluating(const Standing& s, int number, const std::string& description) override;
   void attempt_finished(const Standing& s, const Attempt& a) override;
+  void diagnosed(const Standing& s, const Attempt& a) override;
   void search_decision(const Standing& s, int intent, const std::string& kind,
                        const std::string& text) override;
   void warning(const std::string& text) override;

@@ -195,6 +195,20 @@ void RunModel::attempt_finished(const optimize::Standing& s, const optimize::Att
   ++s_.finished_this_run;
 }
 
+// The critic's diagnosis arrives after the attempt: the agent panel shows it, the log's bottleneck,
+// cost and wall time take its figures.
+void RunModel::diagnosed(const optimize::Standing& s, const optimize::Attempt& a) {
+  std::lock_guard lock(mu_);
+  stand(s);
+  read_diagnosis(a.diagnosis, agent(a.number));
+  for (auto& v : s_.attempts)
+    if (v.number == a.number) {
+      v.bottleneck = string_at(a.diagnosis, "bottleneck");
+      v.cost_usd = a.cost_usd;
+      v.wall_s = a.wall_s;
+    }
+}
+
 void RunModel::search_decision(const optimize::Standing& s, int intent, const std::string& kind,
                                const std::string& text) {
   std::lock_guard lock(mu_);

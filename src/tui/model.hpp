@@ -93,6 +93,7 @@ class RunModel final : public optimize::Observer {
   void model_retry(int number, const std::string& why) override;
   void evaluating(const optimize::Standing& s, int number, const std::string& description) override;
   void attempt_finished(const optimize::Standing& s, const optimize::Attempt& a) override;
+  void diagnosed(const optimize::Standing& s, const optimize::Attempt& a) override;
   void search_decision(const optimize::Standing& s, int intent, const std::string& kind,
                        const std::string& text) override;
   void warning(const std::string& text) override;

@@ -91,6 +91,7 @@ class Watcher final : public Observer {
   void attempt_finished(const Standing&, const Attempt& a) override {
     add("attempt_finished", a.number, a.verdict);
   }
+  void diagnosed(const Standing&, const Attempt&) override {}
   void search_decision(const Standing&, int, const std::string&, const std::string&) override {}
   void warning(const std::string& text) override { add("warning", 0, text); }
   void control(const Standing&, const std::string& state) override { add("control", 0, state); }

@@ -48,6 +48,9 @@ class Calls final : public Observer {
   void attempt_finished(const Standing& s, const Attempt& a) override {
     add("attempt_finished", {{"s", standing_json(s)}, {"attempt", payload::attempt(a)}});
   }
+  void diagnosed(const Standing& s, const Attempt& a) override {
+    add("diagnosed", {{"s", standing_json(s)}, {"n", a.number}, {"d", payload::diagnosis(a)}});
+  }
   void search_decision(const Standing& s, int intent, const std::string& kind,
                        const std::string& t) override {
     add("search_decision", {{"s", standing_json(s)}, {"n", intent}, {"kind", kind}, {"text", t}});
@@ -113,6 +116,12 @@ void tell_everything(Observer& o) {
   failed.verdict = "generation_failed";
   failed.error = "no code block";
   o.attempt_finished(standing(2), failed);
+  a.diagnosis = {{"bottleneck", "memory"},
+                 {"evidence", {"82% of the copy bandwidth"}},
+                 {"suggestions", {{{"action", "vectorise the loads"}}}}};
+  a.cost_usd = 0.25;
+  a.wall_s = 5.5;
+  o.diagnosed(standing(2), a);
   o.search_decision(standing(2), 3, "intent_succeeded", "fuse the tail: x1.25");
   o.search_decision(standing(2), -1, "replayed", "2 recorded attempts");
   o.warning("careful");

@@ -44,6 +44,9 @@ class Recorder final : public Observer {
   void attempt_finished(const Standing&, const Attempt& a) override {
     add("attempt_finished", a.number, a.verdict);
   }
+  void diagnosed(const Standing&, const Attempt& a) override {
+    add("diagnosed", a.number, a.diagnosis.value("bottleneck", ""));
+  }
   void search_decision(const Standing&, int intent, const std::string& kind,
                        const std::string& text) override {
     add("search_decision", intent, kind + ": " + text);
@@ -89,12 +92,15 @@ TEST(FanOut, HandsEveryEventToEachObserverInOrder) {
   both.generating(standing(), 1, "builtin");
   both.model_text(1, "```python");
   both.attempt_finished(standing(), at);
+  at.diagnosis = {{"bottleneck", "memory"}};
+  both.diagnosed(standing(), at);
   both.search_decision(standing(), 3, "intent_added", "tile rows");
   both.stopped(standing(), "iterations");
   const std::vector<std::string> expected = {"started 0 relu on cpu with builtin",
                                              "generating 1 builtin",
                                              "model_text 1 ```python",
                                              "attempt_finished 2 correct",
+                                             "diagnosed 2 memory",
                                              "search_decision 3 intent_added: tile rows",
                                              "stopped 0 iterations"};
   EXPECT_EQ(a.seen, expected);
@@ -153,6 +159,17 @@ TEST(StoreObserver, ASecondConnectionFollowsEveryEventWhileTheyAreWritten) {
   EXPECT_EQ(p["attempt"]["error"], "max abs error 3");
   EXPECT_EQ(p["attempt"]["evaluation_id"], 7);
   EXPECT_TRUE(p["attempt"]["speedup"].is_null());
+
+  a.diagnosis = {{"bottleneck", "correctness"}, {"evidence", {"max abs error 3"}}};
+  a.cost_usd = 0.02;
+  o.diagnosed(standing(), a);
+  e = next();
+  EXPECT_EQ(e.kind, "diagnosed");
+  EXPECT_EQ(e.number, 1);
+  EXPECT_EQ(e.text, "correctness");
+  p = json::parse(e.payload_json);
+  EXPECT_EQ(p["diagnosis"]["diagnosis"]["evidence"][0], "max abs error 3");
+  EXPECT_EQ(p["diagnosis"]["cost_usd"], 0.02);
 
   o.search_decision(standing(), 4, "intent_failed", "tile rows: no gain");
   e = next();

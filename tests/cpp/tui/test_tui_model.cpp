@@ -74,6 +74,33 @@ TEST(TuiModel, AgentMessagesFollowTheirAttempt) {
   EXPECT_TRUE(s.in_flight().empty());
 }
 
+TEST(TuiModel, TheCriticsDiagnosisArrivesAfterTheAttempt) {
+  RunModel m;
+  optimize::Attempt a;
+  a.number = 2;
+  a.verdict = "correct";
+  a.speedup = 1.5;
+  a.cost_usd = 0.01;
+  m.attempt_finished(standing(1), a);
+  EXPECT_TRUE(m.snapshot().agents[0].diagnosis.empty());
+  const uint64_t v = m.version();
+  a.diagnosis = {{"bottleneck", "memory"},
+                 {"evidence", {"82% of the copy bandwidth"}},
+                 {"suggestions", {"vectorise the loads"}}};
+  a.cost_usd = 0.03;  // the critic's call added
+  a.wall_s = 4;
+  m.diagnosed(standing(1), a);
+  const Snapshot s = m.snapshot();
+  EXPECT_GT(m.version(), v);
+  EXPECT_EQ(s.agents[0].diagnosis, "memory; 82% of the copy bandwidth");
+  EXPECT_EQ(s.agents[0].suggestions, std::vector<std::string>{"vectorise the loads"});
+  ASSERT_EQ(s.attempts.size(), 1u);
+  EXPECT_EQ(s.attempts[0].bottleneck, "memory");
+  EXPECT_EQ(s.attempts[0].cost_usd, 0.03);
+  EXPECT_EQ(s.attempts[0].wall_s, 4);
+  EXPECT_EQ(s.attempts[0].speedup, 1.5);  // the rest of the row stays
+}
+
 TEST(TuiModel, ControlStoppedAndANewStart) {
   RunModel m;
   m.control(standing(0), "paused");
