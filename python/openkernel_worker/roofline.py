@@ -28,10 +28,15 @@ _CACHE: dict[str, dict[str, Any]] = {}  # per worker: json of the device key -> 
 PEAK_FLOPS = {"H200": 1.98e15, "H100": 1.98e15, "A100": 6.24e14, "L40S": 7.33e14, "RTX 6000": 7.3e14,
               "V100": 1.25e14, "L4": 4.85e14}
 
-# Peak DRAM bandwidth in bytes/s by device-name fragment, the fastest variant of the part (H100
-# NVL's 3.9 TB/s for any H100). First match wins: "H200" before "H100", "L40S" before "L4".
-PEAK_BANDWIDTH = {"H200": 4.8e12, "H100": 3.9e12, "A100": 2.04e12, "L40S": 8.64e11,
-                  "RTX 6000": 9.6e11, "V100": 9.0e11, "L4": 3.0e11}
+# Peak DRAM bandwidth in bytes/s by device-name fragment (torch.cuda.get_device_name), each
+# variant of a part under the name its driver reports: a generic fragment would bound a slower
+# variant by a faster one's peak and loosen its floor (an H100 PCIe under H100 NVL's 3.9 TB/s
+# would let a kernel skip half its traffic). First match wins: variants before their family,
+# "H200" before "H100", "L40S" and "L40" before "L4", "RTX 6000 Ada" before "RTX 6000".
+PEAK_BANDWIDTH = {"H200": 4.8e12, "H100 NVL": 3.9e12, "H100 PCIe": 2.0e12, "H100": 3.35e12,
+                  "A100-PCIE-40GB": 1.555e12, "A100-SXM4-40GB": 1.555e12, "A100": 2.04e12,
+                  "L40S": 8.64e11, "L40": 8.64e11, "RTX 6000 Ada": 9.6e11, "RTX 6000": 6.72e11,
+                  "V100": 9.0e11, "L4": 3.0e11}
 UNKNOWN_PEAK_MARGIN = 1.6
 
 

@@ -15,10 +15,22 @@ SOFTMAX_BYTES, SOFTMAX_FLOPS, SOFTMAX_US = 64 << 20, 8 << 20, 20.3
 
 def test_a_known_part_is_bounded_by_its_peak_not_by_the_copy() -> None:
     assert roofline.floor_bandwidth(H200_COPY, "NVIDIA H200") == (4.8e12, "peak")
-    assert roofline.floor_bandwidth(H200_COPY, "NVIDIA H100 80GB HBM3") == (3.9e12, "peak")
-    # GH200 and H200 NVL are H200s; an L40S is not an L4.
+    # GH200 and H200 NVL are H200s; an L40S or an L40 is not an L4.
     assert roofline.floor_bandwidth(1e12, "NVIDIA GH200 480GB")[0] == 4.8e12
     assert roofline.floor_bandwidth(1e11, "NVIDIA L40S")[0] == 8.64e11
+    assert roofline.floor_bandwidth(1e11, "NVIDIA L40")[0] == 8.64e11
+    assert roofline.floor_bandwidth(1e11, "NVIDIA L4")[0] == 3.0e11
+
+
+@pytest.mark.parametrize("name, peak", [
+    ("NVIDIA H100 80GB HBM3", 3.35e12), ("NVIDIA H100 PCIe", 2.0e12), ("NVIDIA H100 NVL", 3.9e12),
+    ("NVIDIA A100-SXM4-80GB", 2.04e12), ("NVIDIA A100 80GB PCIe", 2.04e12),
+    ("NVIDIA A100-SXM4-40GB", 1.555e12), ("NVIDIA A100-PCIE-40GB", 1.555e12),
+    ("NVIDIA RTX 6000 Ada Generation", 9.6e11), ("Quadro RTX 6000", 6.72e11)])
+def test_each_variant_gets_its_own_peak_not_its_familys_fastest(name: str, peak: float) -> None:
+    # A faster variant's peak would loosen a slower one's floor: a cheat skipping part of its
+    # traffic would pass.
+    assert roofline.floor_bandwidth(1e9, name) == (peak, "peak")
 
 
 def test_a_copy_above_the_table_wins_and_unknown_parts_get_a_margin() -> None:

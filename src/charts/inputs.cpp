@@ -87,6 +87,7 @@ util::Result<std::vector<Session>> read_sessions(const fs::path& path,
     return fail(ErrorKind::kBadInput, fmt::format("{}: no such store", path.string()));
   auto st = store::Store::open(path);
   if (!st) return std::unexpected(st.error());
+  if (auto r = st->db().exec("PRAGMA query_only = ON"); !r) return std::unexpected(r.error());
   auto q = st->db().prepare(
       "SELECT id, name, backend, model, options, out_dir, compile_runtime_us, cost_usd, "
       "updated_at FROM sessions ORDER BY created_at, id");

@@ -67,6 +67,8 @@ int run_dashboard(const DashboardOptions& o) {
                                            path.string())});
   auto st = store::Store::open(path);
   if (!st) return report_error(st.error());
+  // Read-only by the connection, not only by the routes: SQLite refuses any write on it.
+  if (auto r = st->db().exec("PRAGMA query_only = ON"); !r) return report_error(r.error());
   if (!o.session.empty()) {
     auto exists = dashboard::Queries(*st).has_session(o.session);
     if (!exists) return report_error(exists.error());

@@ -204,6 +204,9 @@ int optimize_in_terminal(const GlobalOptions& g, const OptimizeOptions& o) {
                           "ending the run; the session stays resumable (q again: do not wait)",
                           [&engine] { return engine.done(); });
   }
+  // A signal while the run wound down after q: the signal's code, as documented.
+  if (ending == tui::Ending::Quit && tui::Terminal::pending_signal() != 0)
+    ending = tui::Ending::Signal;
   (*term)->restore();
   print_log(log);
   int code = tui::exit_code(ending, engine.code());

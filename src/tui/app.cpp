@@ -104,7 +104,9 @@ Ending run_ui(Terminal& term, const Run& run) {
   std::string shown_notice;
   for (;;) {
     if (Terminal::pending_signal() != 0) return Ending::Signal;
-    if (util::cancel_flag().load()) return Ending::Interrupted;
+    // A signal's handler sets the cancel flag after the signal: look again, so SIGTERM is 143.
+    if (util::cancel_flag().load())
+      return Terminal::pending_signal() != 0 ? Ending::Signal : Ending::Interrupted;
     if (run.poll) run.poll();
     if (run.close && run.close()) return Ending::Closed;
     std::string now_notice = notice.current();

@@ -209,8 +209,44 @@ std::vector<std::string> split_lines(std::string_view text) {
   return out;
 }
 
+namespace {
+
+std::vector<DiffRow> compute_side_by_side(const std::vector<std::string>& a,
+                                          const std::vector<std::string>& b, int context);
+
+// The key of one diff: both texts' hashes and sizes, and the context.
+struct DiffKey {
+  size_t ha = 0, hb = 0, na = 0, nb = 0;
+  int context = 0;
+  bool operator==(const DiffKey&) const = default;
+};
+
+size_t hash_lines(const std::vector<std::string>& lines) {
+  size_t h = lines.size();
+  for (const auto& l : lines) h = h * 1000003u ^ std::hash<std::string>{}(l);
+  return h;
+}
+
+}  // namespace
+
+// The UI redraws a few times a second while nothing changes, and an LCS over thousands of lines
+// costs tens of milliseconds: the last few diffs are kept (per thread; the UI draws on one).
 std::vector<DiffRow> side_by_side(const std::vector<std::string>& a,
                                   const std::vector<std::string>& b, int context) {
+  thread_local std::vector<std::pair<DiffKey, std::vector<DiffRow>>> memo;
+  const DiffKey key{hash_lines(a), hash_lines(b), a.size(), b.size(), context};
+  for (const auto& [k, rows] : memo)
+    if (k == key) return rows;
+  auto rows = compute_side_by_side(a, b, context);
+  if (memo.size() >= 4) memo.erase(memo.begin());
+  memo.emplace_back(key, rows);
+  return rows;
+}
+
+namespace {
+
+std::vector<DiffRow> compute_side_by_side(const std::vector<std::string>& a,
+                                          const std::vector<std::string>& b, int context) {
   int a0 = 0, b0 = 0, a1 = static_cast<int>(a.size()), b1 = static_cast<int>(b.size());
   std::vector<DiffRow> rows;
   while (a0 < a1 && b0 < b1 && a[a0] == b[b0]) {
@@ -226,6 +262,8 @@ std::vector<DiffRow> side_by_side(const std::vector<std::string>& a,
   rows.insert(rows.end(), tail.rbegin(), tail.rend());
   return fold(rows, context);
 }
+
+}  // namespace
 
 draw::Line highlight(std::string_view line, Style base) {
   const Style keyword{.fg = Color::Magenta, .bold = base.bold};

@@ -71,8 +71,10 @@ void kernel_rows(const json& ev, Canvas& c, Rect in, int y) {
   for (const auto& k : table) {
     if (y >= in.y + in.h) break;
     const double share = num(k, "share");
-    c.put(in.x, y, fit(k.value("name", std::string("?")), nw, true), draw::kPlain);
-    c.put(in.x + nw, y, fmt::format("{:>8.1f}{:>5} ", num(k, "us"), k.value("launches", 0)),
+    // Type-checked reads: a stored result is data, and a wrong type must not end the UI.
+    const bool named = k.is_object() && k.contains("name") && k["name"].is_string();
+    c.put(in.x, y, fit(named ? k["name"].get<std::string>() : "?", nw, true), draw::kPlain);
+    c.put(in.x + nw, y, fmt::format("{:>8.1f}{:>5.0f} ", num(k, "us"), num(k, "launches")),
           draw::kPlain);
     draw::gauge(c, in.x + nw + 14, y, std::min(6, in.w - nw - 14), share, draw::kAccent);
     c.put(in.x + nw + 20, y, fmt::format("{:>3.0f}%", 100 * share), draw::kDim, in.w - nw - 20);

@@ -335,7 +335,12 @@ void Terminal::draw(const Canvas& canvas) {
 }
 
 std::optional<int> Terminal::read_key(int timeout_ms) {
-  if (g_signal != 0 || !open_) return std::nullopt;
+  if (g_signal != 0 || !open_) {
+    // No keys once a signal came (the UI is ending): still wait, so a loop that keeps drawing
+    // while the engine winds down does not spin.
+    if (timeout_ms > 0) napms(timeout_ms);
+    return std::nullopt;
+  }
   wtimeout(stdscr, timeout_ms);
   wint_t c = 0;
   int r = wget_wch(stdscr, &c);

@@ -5,7 +5,7 @@
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
 import { renderDiff, renderTable, renderTree } from "./detail_panels.js";
-import { fmtSpeedup, fmtUsd } from "./model.js";
+import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
 } from "./session_panels.js";
@@ -85,7 +85,8 @@ function fillDiffPickers() {
   for (const id of ["diff-a", "diff-b"]) {
     const sel = $(id);
     const keep = sel.value;
-    sel.innerHTML = attempts.map((a) => `<option value="${a.number}">#${a.number} ${a.verdict}` +
+    sel.innerHTML = attempts.map((a) => `<option value="${Number(a.number)}">#${Number(a.number)} ` +
+                                        `${escapeHtml(a.verdict)}` +
                                         `${a.speedup ? " " + fmtSpeedup(a.speedup) : ""}</option>`).join("");
     if (keep) sel.value = keep;
   }
@@ -143,8 +144,9 @@ async function refreshSessions() {
   const changed = sig(sessions) !== sig(state.sessions);
   state.sessions = sessions;
   const picker = $("session-picker");
-  picker.innerHTML = sessions.map((s) => `<option value="${encodeURIComponent(s.id)}">${s.id} — ` +
-    `${s.name} (${s.model}, ${s.attempts} attempts, ${s.status})</option>`).join("");
+  picker.innerHTML = sessions.map((s) => `<option value="${escapeHtml(encodeURIComponent(s.id))}">` +
+    `${escapeHtml(s.id)} — ${escapeHtml(s.name)} (${escapeHtml(s.model)}, ${Number(s.attempts)} ` +
+    `attempts, ${escapeHtml(s.status)})</option>`).join("");
   if (state.id) picker.value = encodeURIComponent(state.id);
   return changed;
 }

@@ -102,13 +102,14 @@ const STATUS_MARK = { succeeded: "✔", failed: "✘", pruned: "–", trying: "�
 
 function intentHtml(node) {
   const i = node.intent;
-  const evidence = (i.evidence || []).map((n) => `<a href="#" data-attempt="${n}">#${n}</a>`).join(" ");
+  const evidence = (i.evidence || []).map((n) => `<a href="#" data-attempt="${Number(n)}">#${Number(n)}</a>`)
+    .join(" ");
   const head = `<span class="status s-${escapeHtml(i.status)}" title="${escapeHtml(i.status)}">` +
     `${STATUS_MARK[i.status] || "?"}</span> <span class="title">${escapeHtml(i.title)}</span>` +
     ` <span class="meta">p ${Number(i.priority || 0).toFixed(3)} · c ${Number(i.confidence || 0).toFixed(2)}` +
     `${evidence ? " · " + evidence : ""}${i.note ? " · " + escapeHtml(i.note) : ""}</span>`;
-  if (!node.children.length) return `<li data-intent="${i.id}">${head}</li>`;
-  return `<li data-intent="${i.id}"><details open><summary>${head}</summary><ul>` +
+  if (!node.children.length) return `<li data-intent="${Number(i.id)}">${head}</li>`;
+  return `<li data-intent="${Number(i.id)}"><details open><summary>${head}</summary><ul>` +
     node.children.map(intentHtml).join("") + "</ul></details></li>";
 }
 
