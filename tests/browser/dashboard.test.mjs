@@ -158,7 +158,9 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     // The diff of two chosen attempts, highlighted.
     await page.selectOption("#diff-a", "1");
     await page.selectOption("#diff-b", "3");
-    await page.waitForFunction(() => document.querySelector("#panel-diff .count")?.textContent.startsWith("#1 "),
+    // Both choices drawn: a render for the first choice alone ("#1 → #<earlier b>") can come
+    // first, while the second's source is still being fetched.
+    await page.waitForFunction(() => /^#1 .* → #3 /.test(document.querySelector("#panel-diff .count")?.textContent ?? ""),
                                null, { timeout: 10_000 });
     const head = await page.textContent("#panel-diff .count");
     assert.match(head, /^#1 .* → #3 /);
