@@ -232,7 +232,8 @@ Body xy(const json& c, const fs::path& dir, bool lines) {
   }
   b.data["series.dat"] = dat.empty() ? "NaN\tNaN\n" : dat;
   b.setup = key_below(series.size(), 1) + "set grid\n";
-  if (!lines) b.setup += "set xrange [0<*:*]\nset offsets graph 0.02, graph 0.05, graph 0.05, graph 0.02\n";
+  if (!lines)
+    b.setup += "set xrange [0<*:*]\nset offsets graph 0.02, graph 0.05, graph 0.05, graph 0.02\n";
   b.height = 480 + 20 * static_cast<int>((series.size() + 1) / 2);
   b.plot = parts.empty() ? "plot NaN notitle" : "plot " + join(parts);
   return b;

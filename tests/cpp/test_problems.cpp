@@ -23,9 +23,7 @@ using ok::testing::ScopedEnv;
 
 class ProblemsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = temp_.path();
-  }
+  void SetUp() override { root_ = temp_.path(); }
   // A fake KernelBench directory with a level1 folder holding `files`.
   std::string make_kb(const std::string& name, std::initializer_list<const char*> files = {}) {
     fs::path dir = root_ / name;

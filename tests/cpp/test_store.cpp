@@ -10,8 +10,8 @@
 #include "store/migrations.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
-#include "util/paths.hpp"
 #include "support/temp_dir.hpp"
+#include "util/paths.hpp"
 
 namespace fs = std::filesystem;
 using ok::store::Database;

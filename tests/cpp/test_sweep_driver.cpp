@@ -14,10 +14,10 @@
 #include <set>
 
 #include "score/tsv.hpp"
+#include "support/temp_dir.hpp"
 #include "sweep/executor.hpp"
 #include "sweep/sweep.hpp"
 #include "util/paths.hpp"
-#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
