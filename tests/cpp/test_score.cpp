@@ -5,6 +5,7 @@
 
 #include "score/metrics.hpp"
 #include "score/report.hpp"
+#include "score/reward.hpp"
 #include "score/tsv.hpp"
 
 using ok::score::Baseline;
@@ -257,4 +258,19 @@ TEST(ScoreCompare, MalformedBaselines) {
   auto missing = ok::score::load_published("/nonexistent/published.json");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::kBadInput);
+}
+
+TEST(Reward, FixedDefinition) {
+  using ok::score::reward;
+  EXPECT_EQ(reward("rejected", 5.0), -1.0);  // a cheat is punished whatever it claims
+  EXPECT_EQ(reward("incorrect", 3.0), 0.0);
+  EXPECT_EQ(reward("compile_error", std::nullopt), 0.0);
+  EXPECT_EQ(reward("", std::nullopt), 0.0);  // never evaluated
+  EXPECT_DOUBLE_EQ(*reward("correct", 2.0), std::log(2.0));
+  EXPECT_DOUBLE_EQ(*reward("correct", 1.0), 0.0);
+  EXPECT_DOUBLE_EQ(*reward("correct", 0.1), -1.0);   // ln 0.1 = -2.30, clipped
+  EXPECT_DOUBLE_EQ(*reward("correct", 100.0), 3.0);  // ln 100 = 4.61, clipped
+  EXPECT_FALSE(reward("correct", std::nullopt));     // no baseline timed: no reward to give
+  EXPECT_FALSE(reward("correct", 0.0));
+  EXPECT_FALSE(reward("correct", std::nan("")));
 }
