@@ -59,10 +59,13 @@ json summarize_result(const json& r) {
   for (const char* k : {"verdict", "flags", "reasons", "roofline", "compile_s", "max_abs_error",
                         "max_rel_error", "device"})
     if (r.contains(k)) s[k] = r[k];
-  if (r.contains("runtime_us") && r["runtime_us"].is_object())
-    s["runtime_us"] = r["runtime_us"].value("median", json(nullptr));
-  if (r.contains("ref_runtime_us") && r["ref_runtime_us"].is_object())
-    s["ref_runtime_us"] = r["ref_runtime_us"].value("median", json(nullptr));
+  // Medians, and the standard errors that say how far a speedup can be trusted (docs/tsv.md).
+  for (auto [k, stderr_key] : {std::pair{"runtime_us", "runtime_stderr_us"},
+                               std::pair{"ref_runtime_us", "ref_runtime_stderr_us"}})
+    if (r.contains(k) && r[k].is_object()) {
+      s[k] = r[k].value("median", json(nullptr));
+      if (r[k].contains("stderr") && r[k]["stderr"].is_number()) s[stderr_key] = r[k]["stderr"];
+    }
   if (r.contains("profile") && r["profile"].is_object()) {
     const json& p = r["profile"];
     s["profile"] = {{"kernel_table", p.value("kernel_table", json::array())},

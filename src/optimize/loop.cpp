@@ -325,7 +325,12 @@ util::Result<void> Loop::take_evaluation(Flight& f) {
   if (a.correct && r["speedup"].is_number()) a.speedup = r["speedup"].get<double>();
   a.runtime_us = median_of(r, "runtime_us");
   if (auto e = median_of(r, "ref_runtime_us"); e && a.correct) outcome_.eager_runtime_us = e;
-  if (auto c = median_of(r, "compile_runtime_us")) outcome_.compile_runtime_us = c;
+  if (auto c = median_of(r, "compile_runtime_us")) {
+    outcome_.compile_runtime_us = c;
+    const json& series = r["compile_runtime_us"];
+    if (series.contains("stderr") && series["stderr"].is_number())
+      outcome_.compile_runtime_stderr_us = series["stderr"].get<double>();
+  }
   a.error = failure_text(r);
   a.summary = summarize_result(r);
   // The torch.compile time the session knows (timed once per session, on the GPU), for observers.

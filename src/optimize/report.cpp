@@ -56,6 +56,14 @@ json report_json(const Options& o, const Outcome& out) {
       best->summary["ref_runtime_us"].is_number())
     j["eager_runtime_us"] = best->summary["ref_runtime_us"];
   j["compile_runtime_us"] = opt(out.compile_runtime_us);
+  // The standard errors of the three times (docs/tsv.md), null when not measured.
+  auto best_value = [best](const char* key) {
+    return best && best->summary.is_object() ? best->summary.value(key, json(nullptr))
+                                             : json(nullptr);
+  };
+  j["runtime_stderr_us"] = best_value("runtime_stderr_us");
+  j["eager_runtime_stderr_us"] = best_value("ref_runtime_stderr_us");
+  j["compile_runtime_stderr_us"] = opt(out.compile_runtime_stderr_us);
   j["speedup_compile"] = (best && best->runtime_us && out.compile_runtime_us)
                              ? json(*out.compile_runtime_us / *best->runtime_us)
                              : json(nullptr);

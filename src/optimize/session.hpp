@@ -87,6 +87,7 @@ struct Outcome {
   std::vector<Attempt> attempts;
   std::optional<size_t> best;  // index into attempts
   std::optional<double> compile_runtime_us, eager_runtime_us;
+  std::optional<double> compile_runtime_stderr_us;  // the torch.compile time's standard error
   double cost_usd = 0;
   std::filesystem::path best_path;  // OUT/best_<name>.py when a correct candidate exists
   nlohmann::json device;

@@ -45,6 +45,17 @@ struct Sums {
   double geomean_fallback() const { return n ? std::exp(log_fallback / n) : 1.0; }
 };
 
+bool has_flag(const Row& r, std::string_view flag) {
+  std::string_view rest = r.flags;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    if (rest.substr(0, comma) == flag) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 bool measured(const std::vector<Row>& rows, Baseline b) {
   return std::ranges::any_of(rows, [b](const Row& r) { return speedup(r, b).has_value(); });
 }
@@ -68,6 +79,24 @@ std::optional<Interval> interval(std::vector<double>& v, double level) {
 
 }  // namespace
 
+std::optional<Interval> speedup_interval(const Row& r, Baseline b) {
+  const auto& s = speedup(r, b);
+  const auto& t_b = b == Baseline::kEager ? r.eager_us : r.compile_us;
+  const auto& se_b = b == Baseline::kEager ? r.eager_stderr_us : r.compile_stderr_us;
+  if (!r.correct || !s || !t_b || !se_b || !r.runtime_us || !r.runtime_stderr_us)
+    return std::nullopt;
+  if (*t_b <= 0 || *r.runtime_us <= 0) return std::nullopt;
+  const double z = 1.959963984540054;  // the normal distribution's 97.5th percentile
+  double rel = std::hypot(*se_b / *t_b, *r.runtime_stderr_us / *r.runtime_us);
+  return Interval{*s * std::exp(-z * rel), *s * std::exp(z * rel)};
+}
+
+bool significant_win(const Row& r, Baseline b, double p) {
+  if (has_flag(r, "torch_ops_in_forward")) return false;
+  auto i = speedup_interval(r, b);
+  return i && i->lo > p;
+}
+
 std::string_view baseline_name(Baseline b) {
   return b == Baseline::kEager ? "eager" : "compile";
 }
@@ -86,6 +115,15 @@ Metrics compute(const std::vector<Row>& rows) {
     for (size_t i = 0; i < kThresholds.size(); ++i) (*out.fast_p)[i] = s.fast_rate(i);
     out.geomean_speedup = s.geomean();
     out.geomean_speedup_fallback = s.geomean_fallback();
+    if (std::ranges::none_of(rows,
+                             [b](const Row& r) { return speedup_interval(r, b).has_value(); }))
+      continue;
+    out.fast_p_significant.emplace();
+    for (size_t i = 0; i < kThresholds.size(); ++i) {
+      auto wins = std::ranges::count_if(
+          rows, [&](const Row& r) { return significant_win(r, b, threshold(kThresholds[i])); });
+      (*out.fast_p_significant)[i] = m.n ? static_cast<double>(wins) / m.n : 0;
+    }
   }
   return m;
 }

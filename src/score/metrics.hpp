@@ -4,7 +4,11 @@
 // fast. geomean_speedup: geometric mean over correct problems with a speedup (nullopt if none).
 // geomean_speedup_fallback: over all problems, counting an incorrect problem or a missing speedup
 // as 1.0 (the user keeps PyTorch). A baseline that no row measured (speedup column empty in every
-// row) gives nullopt for all its figures rather than zeros. Pure functions; thread-safe.
+// row) gives nullopt for all its figures rather than zeros.
+// fast_p_significant counts only honest, measured wins: correct, without the flag
+// torch_ops_in_forward (the reference's heavy PyTorch op kept), and with the speedup's 95%
+// interval (speedup_interval) above p; nullopt when no row has the standard errors that interval
+// needs (files written before the stderr columns). Pure functions; thread-safe.
 #pragma once
 
 #include <array>
@@ -24,6 +28,7 @@ std::string_view baseline_name(Baseline b);  // "eager" / "compile"
 
 struct BaselineMetrics {
   std::optional<std::array<double, 5>> fast_p;  // indexed like kThresholds
+  std::optional<std::array<double, 5>> fast_p_significant;
   std::optional<double> geomean_speedup;
   std::optional<double> geomean_speedup_fallback;
 };
@@ -41,6 +46,14 @@ Metrics compute(const std::vector<Row>& rows);
 struct Interval {
   double lo = 0, hi = 0;
 };
+
+// The 95% interval of a row's speedup over baseline b, from the standard errors of the two
+// median times (delta method on the log ratio): s * exp(+-1.96 * sqrt((se_b/t_b)^2 +
+// (se_r/t_r)^2)). nullopt when the row is not correct or lacks the speedup, a time or a standard
+// error.
+std::optional<Interval> speedup_interval(const Row& r, Baseline b);
+// An honest win at threshold p: correct, no torch_ops_in_forward flag, interval above p.
+bool significant_win(const Row& r, Baseline b, double p);
 // Percentile bootstrap over problems (resampled with replacement), deterministic for a seed.
 struct BootstrapOptions {
   int resamples = 2000;

@@ -104,6 +104,14 @@ util::Result<std::vector<Row>> parse_tsv(std::string_view text, std::string_view
     r.verdict = field("verdict");
     r.flags = field("flags");
     if (index.contains(kDeviceColumn)) r.device = field(kDeviceColumn);
+    for (auto [col, out] : {std::pair{kOptionalColumns[0], &r.runtime_stderr_us},
+                            std::pair{kOptionalColumns[1], &r.eager_stderr_us},
+                            std::pair{kOptionalColumns[2], &r.compile_stderr_us}}) {
+      if (!index.contains(col)) continue;
+      auto v = parse_number(field(col), ctx(col));
+      if (!v) return std::unexpected(v.error());
+      *out = *v;
+    }
     auto correct = field("correct");
     if (correct == "true")
       r.correct = true;
@@ -181,6 +189,7 @@ std::string format_tsv(const std::vector<Row>& rows) {
     if (i) out += '\t';
     out += kColumns[i];
   }
+  for (auto col : kOptionalColumns) out += fmt::format("\t{}", col);
   out += '\n';
   for (const auto& r : rows) {
     out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", r.level,
@@ -189,6 +198,9 @@ std::string format_tsv(const std::vector<Row>& rows) {
                        number(r.compile_us), number(r.speedup_eager), number(r.speedup_compile),
                        r.attempts ? std::to_string(*r.attempts) : "", number(r.cost_usd),
                        field(r.verdict), field(r.flags));
+    out.pop_back();  // the newline: the optional columns follow
+    out += fmt::format("\t{}\t{}\t{}\t{}\n", number(r.runtime_stderr_us), number(r.eager_stderr_us),
+                       number(r.compile_stderr_us), field(r.device));
   }
   return out;
 }

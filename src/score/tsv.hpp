@@ -1,7 +1,7 @@
 // Reading a sweep's results TSV (docs/tsv.md): a header row naming the columns, then one row per
 // problem, tab-separated. Columns are found by name; every documented column must be present and
-// extra columns are ignored, except the optional appended `device`, read when present. Numeric
-// fields may be empty (not applicable). Stateless, thread-safe.
+// extra columns are ignored, except the optional appended ones (kOptionalColumns), read when
+// present. Numeric fields may be empty (not applicable). Stateless, thread-safe.
 #pragma once
 
 #include <filesystem>
@@ -19,7 +19,10 @@ inline constexpr std::string_view kColumns[] = {
     "level",           "problem_id", "name",     "backend",    "model",
     "correct",         "runtime_us", "eager_us", "compile_us", "speedup_eager",
     "speedup_compile", "attempts",   "cost_usd", "verdict",    "flags"};
-// Optional, appended after the documented ones when a writer knows it; read when present.
+// Optional, appended after the documented ones in this order (writers always write them; old
+// files without them still read): the standard errors of the three times and the device's name.
+inline constexpr std::string_view kOptionalColumns[] = {"runtime_stderr_us", "eager_stderr_us",
+                                                        "compile_stderr_us", "device"};
 inline constexpr std::string_view kDeviceColumn = "device";
 
 struct Row {
@@ -33,7 +36,10 @@ struct Row {
   std::optional<int> attempts;
   std::optional<double> cost_usd;
   std::string verdict, flags;
-  std::string device;  // the optional `device` column (the GPU's name); empty when absent
+  // The optional columns: standard errors of runtime_us, eager_us and compile_us (empty when the
+  // writer did not know them), and the device's name (empty when absent).
+  std::optional<double> runtime_stderr_us, eager_stderr_us, compile_stderr_us;
+  std::string device;
 };
 
 // Parses TSV text; `source` names the file in messages. Errors are kBadInput and name the line:
@@ -41,8 +47,9 @@ struct Row {
 util::Result<std::vector<Row>> parse_tsv(std::string_view text, std::string_view source);
 util::Result<std::vector<Row>> read_tsv(const std::filesystem::path& path);
 
-// The TSV text of `rows` (header first, rows in the given order; numbers with enough digits to
-// read back, empty optionals as empty fields; tabs and newlines in text fields become spaces).
+// The TSV text of `rows` (header first: the fifteen documented columns, then the optional ones;
+// rows in the given order; numbers with enough digits to read back, empty optionals as empty
+// fields; tabs and newlines in text fields become spaces).
 std::string format_tsv(const std::vector<Row>& rows);
 
 }  // namespace ok::score

@@ -87,6 +87,11 @@ std::optional<score::Row> task_row(const Task& t) {
     if (r.contains("attempts") && r["attempts"].is_number_integer())
       row.attempts = r["attempts"].get<int>();
     row.cost_usd = number(r, "cost_usd");
+    row.eager_stderr_us = number(r, "eager_runtime_stderr_us");
+    row.compile_stderr_us = number(r, "compile_runtime_stderr_us");
+    if (row.correct) row.runtime_stderr_us = number(r, "runtime_stderr_us");
+    if (r.contains("device") && r["device"].is_string())
+      row.device = r["device"].get<std::string>();
     std::vector<std::string> flags;
     if (r.contains("flags") && r["flags"].is_array())
       for (const auto& f : r["flags"])

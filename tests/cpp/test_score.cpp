@@ -274,3 +274,50 @@ TEST(Reward, FixedDefinition) {
   EXPECT_FALSE(reward("correct", 0.0));
   EXPECT_FALSE(reward("correct", std::nan("")));
 }
+
+// fast_p_significant, hand-scored: four problems with eager 100 us, stderr 1 us (1%).
+//   P1 runtime 50 us +- 0.5: speedup 2.0, rel = hypot(0.01, 0.01) = 0.01414,
+//      interval 2.0 * exp(+-1.96 * 0.01414) = [1.945, 2.057]: fast at 0.0, 1.0, 1.2, 1.5; not 2.0
+//   P2 runtime 99.9 us +- 1: speedup 1.001, interval [0.973, 1.029]: includes 1.0, fast only at 0.0
+//   P3 runtime 25 us +- 0.25: speedup 4.0 but flagged torch_ops_in_forward: never significant
+//   P4 incorrect
+TEST(ScoreSignificant, IntervalAndHonestyDecide) {
+  std::string text =
+      "level\tproblem_id\tname\tbackend\tmodel\tcorrect\truntime_us\teager_us\tcompile_us\t"
+      "speedup_eager\tspeedup_compile\tattempts\tcost_usd\tverdict\tflags\truntime_stderr_us\t"
+      "eager_stderr_us\tcompile_stderr_us\tdevice\n"
+      "1\t1\tA\tcuda\tm\ttrue\t50\t100\t\t2\t\t1\t0\tcorrect\t\t0.5\t1\t\tH200\n"
+      "1\t2\tB\tcuda\tm\ttrue\t99.9\t100\t\t1.001001\t\t1\t0\tcorrect\t\t1\t1\t\tH200\n"
+      "1\t3\tC\tcuda\tm\ttrue\t25\t100\t\t4\t\t1\t0\tcorrect\tgraph_much_faster,"
+      "torch_ops_in_forward\t0.25\t1\t\tH200\n"
+      "1\t4\tD\tcuda\tm\tfalse\t\t100\t\t\t\t1\t0\tincorrect\t\t\t1\t\tH200\n";
+  auto rows = parse_tsv(text, "sig.tsv");
+  ASSERT_TRUE(rows) << rows.error().message;
+  auto i1 = ok::score::speedup_interval((*rows)[0], Baseline::kEager);
+  ASSERT_TRUE(i1);
+  EXPECT_NEAR(i1->lo, 2.0 * std::exp(-1.959963984540054 * std::hypot(0.01, 0.01)), 1e-9);
+  EXPECT_NEAR(i1->hi, 2.0 * std::exp(1.959963984540054 * std::hypot(0.01, 0.01)), 1e-9);
+  auto m = ok::score::compute(*rows);
+  ASSERT_TRUE(m.eager.fast_p_significant);
+  const auto& sig = *m.eager.fast_p_significant;
+  EXPECT_DOUBLE_EQ(sig[0], 2.0 / 4);  // P1, P2 (P3 flagged, P4 incorrect)
+  EXPECT_DOUBLE_EQ(sig[1], 1.0 / 4);  // P1 only: P2's interval includes 1.0
+  EXPECT_DOUBLE_EQ(sig[3], 1.0 / 4);
+  EXPECT_DOUBLE_EQ(sig[4], 0.0);                    // 2.0 is inside P1's interval
+  EXPECT_DOUBLE_EQ((*m.eager.fast_p)[1], 3.0 / 4);  // plain fast_1 counts P2 and P3
+  EXPECT_FALSE(m.compile.fast_p_significant);       // never measured: null, not zero
+  auto j = ok::score::score_json(*rows, {.resamples = 10});
+  EXPECT_DOUBLE_EQ(j["fast_p_significant"]["eager"]["1.0"].get<double>(), 0.25);
+  EXPECT_TRUE(j["fast_p_significant"]["compile"].is_null());
+  EXPECT_NE(ok::score::score_text(*rows, {.resamples = 10}).find("fast_1.0 significant"),
+            std::string::npos);
+}
+
+TEST(ScoreSignificant, OldFilesGiveNull) {
+  auto rows = parse_tsv(kHeader + row(1, 1, true, "2.0", "1.5"), "old.tsv");
+  ASSERT_TRUE(rows) << rows.error().message;
+  auto j = ok::score::score_json(*rows, {.resamples = 10});
+  EXPECT_TRUE(j["fast_p_significant"]["eager"].is_null());
+  EXPECT_TRUE(j["fast_p_significant"]["compile"].is_null());
+  EXPECT_EQ(ok::score::score_text(*rows, {.resamples = 10}).find("significant"), std::string::npos);
+}

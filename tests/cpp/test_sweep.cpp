@@ -84,6 +84,9 @@ TEST(SweepTsv, FormattedRowsReadBackThroughTheScoreParser) {
   a.cost_usd = 0;
   a.verdict = "correct";
   a.flags = "graph_much_faster,excessive_speedup";
+  a.runtime_stderr_us = 1.5;
+  a.eager_stderr_us = 0.25;
+  a.device = "NVIDIA H200";
   ok::score::Row b;
   b.level = 1;
   b.problem_id = 20;
@@ -94,7 +97,8 @@ TEST(SweepTsv, FormattedRowsReadBackThroughTheScoreParser) {
   std::string text = ok::score::format_tsv({a, b});
   EXPECT_EQ(text.substr(0, text.find('\n')),
             "level\tproblem_id\tname\tbackend\tmodel\tcorrect\truntime_us\teager_us\tcompile_us\t"
-            "speedup_eager\tspeedup_compile\tattempts\tcost_usd\tverdict\tflags");
+            "speedup_eager\tspeedup_compile\tattempts\tcost_usd\tverdict\tflags\t"
+            "runtime_stderr_us\teager_stderr_us\tcompile_stderr_us\tdevice");
   auto rows = ok::score::parse_tsv(text, "t.tsv");
   ASSERT_TRUE(rows.has_value()) << rows.error().message;
   ASSERT_EQ(rows->size(), 2u);
@@ -103,6 +107,11 @@ TEST(SweepTsv, FormattedRowsReadBackThroughTheScoreParser) {
   EXPECT_NEAR(*(*rows)[0].speedup_eager, a.speedup_eager.value(), 1e-5);
   EXPECT_EQ((*rows)[0].attempts, 3);
   EXPECT_EQ((*rows)[0].flags, a.flags);
+  EXPECT_EQ((*rows)[0].runtime_stderr_us, 1.5);
+  EXPECT_EQ((*rows)[0].eager_stderr_us, 0.25);
+  EXPECT_FALSE((*rows)[0].compile_stderr_us.has_value());
+  EXPECT_EQ((*rows)[0].device, "NVIDIA H200");
+  EXPECT_EQ((*rows)[1].device, "");
   EXPECT_FALSE((*rows)[1].correct);
   EXPECT_FALSE((*rows)[1].runtime_us.has_value());
   EXPECT_FALSE((*rows)[1].attempts.has_value());

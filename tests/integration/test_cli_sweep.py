@@ -28,7 +28,7 @@ QUICK = ["--backend", "cpu", "--model", "builtin", "--trials", "2",
          "--timing-budget", "0.3", "--timeout", "120", "--kernelbench-dir", str(BENCH)]
 COLUMNS = ["level", "problem_id", "name", "backend", "model", "correct", "runtime_us", "eager_us",
            "compile_us", "speedup_eager", "speedup_compile", "attempts", "cost_usd", "verdict",
-           "flags"]
+           "flags", "runtime_stderr_us", "eager_stderr_us", "compile_stderr_us", "device"]
 
 pytestmark = pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}")
 
@@ -90,8 +90,25 @@ def hand_score(rows: list[dict[str, str]]) -> dict[str, Any]:
     correct = [s for s in speedups if s is not None]
     geo = math.exp(sum(math.log(s) for s in correct) / len(correct)) if correct else None
     fallback = math.exp(sum(math.log(s if s is not None else 1.0) for s in speedups) / n)
+    # fast_p_significant: the speedup's 95% interval (delta method on the log ratio) above p,
+    # and no torch_ops_in_forward; null when no row has both standard errors.
+    lows = []
+    for r in rows:
+        cols = ("speedup_eager", "eager_us", "eager_stderr_us", "runtime_us", "runtime_stderr_us")
+        if r["correct"] != "true" or any(r[c] == "" for c in cols):
+            lows.append(None)
+            continue
+        rel = math.hypot(float(r["eager_stderr_us"]) / float(r["eager_us"]),
+                         float(r["runtime_stderr_us"]) / float(r["runtime_us"]))
+        honest = "torch_ops_in_forward" not in r["flags"].split(",")
+        lows.append(float(r["speedup_eager"]) * math.exp(-1.959963984540054 * rel) if honest
+                    else -1.0)
+    significant = None
+    if any(lo is not None for lo in lows):
+        significant = {p: sum(1 for lo in lows if lo is not None and lo > float(p)) / n
+                       for p in ("0.0", "1.0", "1.2", "1.5", "2.0")}
     return {"n": n, "correct": sum(r["correct"] == "true" for r in rows), "fast": fast,
-            "geomean": geo, "fallback": fallback}
+            "geomean": geo, "fallback": fallback, "significant": significant}
 
 
 def test_sweep_writes_one_row_per_problem_and_scores_match_hand_computation(tmp_path: Path) -> None:
@@ -116,6 +133,9 @@ def test_sweep_writes_one_row_per_problem_and_scores_match_hand_computation(tmp_
                             float(r["eager_us"]) / float(r["runtime_us"]), rel_tol=1e-3)
         assert r["cost_usd"] == "0"
         assert r["compile_us"] == "" or float(r["compile_us"]) > 0
+        # The appended columns: the times' standard errors and the device that measured them.
+        assert float(r["runtime_stderr_us"]) >= 0 and float(r["eager_stderr_us"]) >= 0, r
+        assert r["compile_stderr_us"] == "" and r["device"] != "", r
     broken = rows[2]
     assert broken["correct"] == "false" and broken["runtime_us"] == "" and broken["speedup_eager"] == ""
     assert broken["verdict"] != "correct"
@@ -134,6 +154,9 @@ def test_sweep_writes_one_row_per_problem_and_scores_match_hand_computation(tmp_
         assert math.isclose(score["geomean_speedup"]["eager"], want["geomean"], rel_tol=1e-4)
         assert math.isclose(score["geomean_speedup_fallback"]["eager"], want["fallback"],
                             rel_tol=1e-4)
+    assert want["significant"] is not None
+    for p_, v in want["significant"].items():
+        assert math.isclose(got["fast_p_significant"]["eager"][p_], v), (p_, got)
     # Every session landed once in the store.
     with sqlite3.connect(tmp_path / "db.sqlite") as db:
         sessions = db.execute("SELECT name, status FROM sessions ORDER BY name").fetchall()
