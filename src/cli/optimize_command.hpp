@@ -45,6 +45,7 @@ struct OptimizeOptions {
   double stop_at_sol = optimize::kSpeedOfLightStop;
   bool no_compile_baseline = false;
   std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
+  int prompt_budget_tokens = 0;  // 0: the default (optimize::PromptBudgets)
 };
 
 // Declares every `optimize` flag on `cmd` (`--db` into g.db). `--json` is declared too: a front
