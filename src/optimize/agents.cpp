@@ -291,7 +291,7 @@ class LlmGenerator final : public Generator {
                 {"model", name()}};
     auto r = client_.complete(req, text);
     g.params["prompt_tokens"] = {
-        {"estimated", llm::estimate_input_tokens(req)},
+        {"estimated", llm::wire::estimate_input_tokens(req)},
         {"reported", r && !r->usage.estimated ? json(r->usage.input_tokens) : json(nullptr)}};
     if (!r) {
       g.error = "the model call failed: " + r.error().message;

@@ -297,7 +297,8 @@ PromptSection ideas_section(const std::vector<Attempt>& history, const PromptBud
       json lines = json::array();
       for (size_t i = dropped; i < groups.size(); ++i) lines.push_back(line(groups[i], full));
       s.variants.push_back(
-          {{"has_ideas", true},
+          {{"has_attempts", true},
+           {"has_ideas", true},
            {"ideas", lines},
            {"ideas_more",
             dropped ? json(fmt::format("({} older ideas not shown)", dropped)) : json(nullptr)}});
@@ -327,7 +328,8 @@ PromptSection failures_section(const std::vector<Attempt>& history, const Prompt
              numbers(g.attempts, show) + ")";
       lines.push_back({{"line", l}});
     }
-    s.variants.push_back({{"has_failures", true}, {"failure_classes", lines}});
+    s.variants.push_back(
+        {{"has_attempts", true}, {"has_failures", true}, {"failure_classes", lines}});
   }
   return s;
 }

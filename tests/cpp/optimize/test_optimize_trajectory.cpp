@@ -1,9 +1,8 @@
 // Trajectory memory and prompt budgets (optimize/trajectory.hpp, optimize/prompt_budget.hpp):
 // fit_sections' rules, the summariser's sections over long, empty, all-failed and huge-kernel
 // histories rendered through the shipped generator template, and failure classes.
-#include <gtest/gtest.h>
-
 #include <fmt/core.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 
@@ -136,13 +135,14 @@ std::vector<opt::Attempt> long_history(int n, std::map<int, std::string>& source
       for (auto pos = a.error.find('%'); pos != std::string::npos; pos = a.error.find('%'))
         a.error.replace(pos, 1, std::to_string(i));
     }
-    a.diagnosis = {{"bottleneck", a.correct ? "memory" : "correctness"},
-                   {"evidence", json::array({std::string(500, 'e'), "measured " +
-                                                                        std::to_string(i)})},
-                   {"suggestions", json::array({{{"action", "try tile " + std::to_string(i)},
-                                                 {"expected_gain", 0.3}}})}};
+    a.diagnosis = {
+        {"bottleneck", a.correct ? "memory" : "correctness"},
+        {"evidence", json::array({std::string(500, 'e'), "measured " + std::to_string(i)})},
+        {"suggestions",
+         json::array({{{"action", "try tile " + std::to_string(i)}, {"expected_gain", 0.3}}})}};
     std::string code = "import torch\nclass ModelNew(torch.nn.Module):\n";
-    for (int l = 0; l < 120; ++l) code += "    # line " + std::to_string(l) + " of " + std::to_string(i) + "\n";
+    for (int l = 0; l < 120; ++l)
+      code += "    # line " + std::to_string(l) + " of " + std::to_string(i) + "\n";
     sources[i] = code;
     out.push_back(std::move(a));
   }
@@ -189,8 +189,8 @@ void expect_names_what_matters(const std::vector<opt::Attempt>& history, const s
         << history[i].number;
   for (const auto& a : history) {
     if (!opt::is_failure(a)) continue;
-    // Every class is named, however compact its line (at least its first 13 characters).
-    std::string label = (a.verdict + ": " + opt::failure_class(a)).substr(0, 13);
+    // Every class is named, however compact its line (here at least its first 40 characters).
+    std::string label = (a.verdict + ": " + opt::failure_class(a)).substr(0, 40);
     EXPECT_NE(text.find("- " + label), std::string::npos) << label;
   }
 }
@@ -203,7 +203,7 @@ TEST(Trajectory, FortyAttemptsStayWithinBudgetAndNameBestRecentAndEveryFailureCl
   expect_within_budgets(r.fitted);
   expect_names_what_matters(history, r.text, b.recent_attempts);
   EXPECT_NE(r.text.find("# Earlier ideas"), std::string::npos);
-  EXPECT_NE(r.text.find("intent 8"), std::string::npos);  // an earlier idea, by its intent
+  EXPECT_NE(r.text.find("intent 8"), std::string::npos);          // an earlier idea, by its intent
   EXPECT_NE(r.text.find("# line 0 of 18\n"), std::string::npos);  // the best kernel's code
   // A fifth of the budget: the recent attempts are demoted and the code cut, but the best
   // kernel's identity, the last attempts and every failure class are still there.
