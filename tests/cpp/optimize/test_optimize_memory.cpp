@@ -13,18 +13,17 @@
 #include <nlohmann/json.hpp>
 
 #include "../llm/fake_server.hpp"
+#include "../support/fake_worker.hpp"
 #include "../support/temp_dir.hpp"
 #include "llm/client.hpp"
 #include "llm/recorder.hpp"
 #include "optimize/session.hpp"
 #include "optimize/trajectory.hpp"
 #include "util/paths.hpp"
-#include "util/subprocess.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ok::optimize;
-using namespace std::chrono_literals;
 
 namespace {
 
@@ -48,16 +47,6 @@ for line in sys.stdin:
     result["correct"] = named["verdict"] == "correct"
     print(json.dumps({"id": req["id"], "ok": True, "result": result}), flush=True)
 )py";
-
-ok::util::Result<ok::eval::Worker> fake_worker(const fs::path& script) {
-  ok::util::SpawnOptions so;
-  so.argv = {"/usr/bin/python3", "-u", script.string()};
-  auto proc = ok::util::Subprocess::spawn(so);
-  if (!proc) return std::unexpected(proc.error());
-  auto line = proc->read_line(std::chrono::steady_clock::now() + 30s);
-  if (!line) return std::unexpected(line.error());
-  return ok::eval::Worker::adopt(std::move(*proc), json::parse(*line));
-}
 
 // The model's reply for attempt i: a kernel naming its evaluation, or (every eighth from the
 // fifth) prose without code. Attempt 9 is the best; attempt 2's failure class occurs only there.
@@ -151,7 +140,7 @@ TEST(MemorySession, FortyAttemptPromptsStayWithinBudgetAndRememberWhatMatters) {
   o.in_flight = 1;
   o.out_dir = dir.path() / "out";
   ASSERT_TRUE(st->insert_session(new_session_row(id, o)));
-  auto w = fake_worker(dir.path() / "worker.py");
+  auto w = ok::testing::fake_worker(dir.path() / "worker.py");
   ASSERT_TRUE(w) << w.error().message;
   std::atomic<bool> cancel{false};
   Dependencies deps;
