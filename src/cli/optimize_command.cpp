@@ -158,6 +158,9 @@ util::Result<void> check_flags(const OptimizeOptions& o) {
   if (!(o.stop_at_sol > 0)) return util::fail(ErrorKind::kUsage, "--stop-at-sol must be above 0");
   if (o.budget_wall_s < 0 || o.budget_device_s < 0)
     return util::fail(ErrorKind::kUsage, "--budget-wall-s and --budget-device-s must be positive");
+  if (o.prompt_budget_tokens != 0 && o.prompt_budget_tokens < optimize::kMinPromptBudgetTokens)
+    return util::fail(ErrorKind::kUsage, fmt::format("--prompt-budget-tokens must be at least {}",
+                                                     optimize::kMinPromptBudgetTokens));
   return {};
 }
 
@@ -188,6 +191,7 @@ util::Result<optimize::Options> new_session(const OptimizeOptions& o, const conf
   opts.stop_at_sol = o.stop_at_sol;
   opts.compile_baseline = !o.no_compile_baseline;
   if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
+  opts.prompt_budget_tokens = o.prompt_budget_tokens;
   session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
   if (!o.session_id.empty()) {
     auto existing = st.find_session(session);
@@ -397,6 +401,9 @@ void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {
                   "off (default; opt-in, not yet measured on the GPU), auto (on a GPU backend) "
                   "or on")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--prompt-budget-tokens", o.prompt_budget_tokens,
+                  "Tokens (estimated as characters / 4) for the model prompt's memory of the "
+                  "session: every section's budget scaled to this total (default 9000)");
   cmd->add_flag("--no-compile-baseline", o.no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");
   cmd->add_flag("--json", o.json, "Print one JSON object (the report) as the last line");

@@ -45,6 +45,8 @@ struct OptimizeOptions {
   double stop_at_sol = optimize::kSpeedOfLightStop;
   bool no_compile_baseline = false;
   std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
+  // The model prompt's memory budget in tokens; 0: the default (optimize::PromptBudgets).
+  int prompt_budget_tokens = 0;
 };
 
 // Declares every `optimize` flag on `cmd` (`--db` into g.db). `--json` is declared too: a front

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "llm/provider.hpp"
 #include "util/enum_names.hpp"
 
 namespace ok::llm {
@@ -46,6 +47,9 @@ std::string request_to_json(const Request& req) {
   if (req.temperature) j["temperature"] = *req.temperature;
   if (req.reasoning_effort) j["reasoning_effort"] = *req.reasoning_effort;
   if (req.json_schema) j["json_schema"] = *req.json_schema;
+  // The characters / 4 estimate, to check against the reported input_tokens (docs/llm.md).
+  j["estimated_input_tokens"] = wire::estimate_input_tokens(req);
+  if (!req.prompt_sections.is_null()) j["prompt_sections"] = req.prompt_sections;
   return j.dump();
 }
 

@@ -35,6 +35,9 @@ struct Request {
   std::optional<nlohmann::json> json_schema;
   std::string purpose = "call";  // label recorded with the call: generator, critic, ping
   std::string session;           // session id recorded with the call; empty for none
+  // The caller's account of the prompt (its sections and their budgets), recorded with the
+  // request as `prompt_sections`; null for none. Never sent.
+  nlohmann::json prompt_sections = nullptr;
 };
 
 struct Usage {

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "llm/extract.hpp"
 #include "llm/json_schema.hpp"
+#include "llm/provider.hpp"
 #include "optimize/prompts.hpp"
+#include "optimize/trajectory.hpp"
 #include "util/paths.hpp"
 
 namespace ok::optimize {
@@ -201,35 +204,6 @@ class HeuristicCritic final : public Critic {
   }
 };
 
-// The history as the prompt shows it: the last few attempts, errors trimmed.
-json history_context(const std::vector<Attempt>& history, size_t keep) {
-  json out = json::array();
-  size_t start = history.size() > keep ? history.size() - keep : 0;
-  for (size_t i = start; i < history.size(); ++i) {
-    const Attempt& a = history[i];
-    json h = {{"number", a.number},
-              {"verdict", a.verdict},
-              {"description", a.description},
-              {"error", trim_middle(a.error, 1500)},
-              {"has_error", !a.error.empty()}};
-    h["speedup"] = a.speedup ? json(fmt::format("{:.3f}", *a.speedup)) : json(nullptr);
-    h["runtime_us"] = a.runtime_us ? json(fmt::format("{:.1f}", *a.runtime_us)) : json(nullptr);
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-json diagnosis_context(const json& d) {
-  if (!d.is_object()) return nullptr;
-  json s = json::array();
-  for (const auto& x : d.value("suggestions", json::array()))
-    s.push_back({{"action", x.value("action", "")},
-                 {"expected_gain", fmt::format("{:.2f}", x.value("expected_gain", 0.0))}});
-  return {{"bottleneck", d.value("bottleneck", "")},
-          {"evidence", d.value("evidence", json::array())},
-          {"suggestions", s}};
-}
-
 // Guidance from data/skills: every skill of this backend contributes its `guidance` text.
 json skills_context(const std::filesystem::path& dir, const std::string& backend) {
   json out = json::array();
@@ -274,11 +248,12 @@ json problem_context(const ProblemContext& p) {
 class LlmGenerator final : public Generator {
  public:
   LlmGenerator(llm::Client& c, std::filesystem::path prompts, std::filesystem::path skills,
-               std::string session)
+               std::string session, PromptBudgets budgets)
       : client_(c),
         prompts_(std::move(prompts)),
         skills_(std::move(skills)),
-        session_(std::move(session)) {}
+        session_(std::move(session)),
+        budgets_(budgets) {}
 
   std::string name() const override { return client_.endpoint().display; }
 
@@ -296,25 +271,14 @@ class LlmGenerator final : public Generator {
       return g;
     }
     json ctx = problem_context(p);
-    ctx["attempts"] = history_context(history, 4);
-    ctx["has_attempts"] = !history.empty();
-    const Attempt* last = history.empty() ? nullptr : &history.back();
-    ctx["diagnosis"] = last ? diagnosis_context(last->diagnosis) : json(nullptr);
     ctx["direction"] = direction && direction->intent >= 0 && !direction->title.empty()
                            ? json{{"title", direction->title}, {"rationale", direction->rationale}}
                            : json(nullptr);
     ctx["guidance"] = p.guidance.empty() ? json(nullptr) : json(p.guidance);
     ctx["skills"] = skills_context(skills_, p.backend);
     ctx["has_skills"] = !ctx["skills"].empty();
-    const Attempt* best = nullptr;
-    for (const auto& a : history)
-      if (a.correct && a.speedup && (!best || *a.speedup > *best->speedup)) best = &a;
-    if (best) {
-      auto src = util::read_file(best->path);
-      ctx["best"] = {{"number", best->number},
-                     {"speedup", fmt::format("{:.3f}", *best->speedup)},
-                     {"source", src ? *src : std::string("(unreadable)")}};
-    }
+    const FittedPrompt memory = fit_memory(*user, history);
+    memory.merge_into(ctx);
     auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
     if (!made) {
       g.error = made.error().message;
@@ -323,11 +287,15 @@ class LlmGenerator final : public Generator {
     }
     llm::Request req = std::move(*made);
     req.temperature = 0.7;
+    req.prompt_sections = memory.summary();
     g.params = {{"prompt", "generator"},
                 {"prompt_version", user->version},
                 {"system_version", system->version},
                 {"model", name()}};
     auto r = client_.complete(req, text);
+    g.params["prompt_tokens"] = {
+        {"estimated", llm::wire::estimate_input_tokens(req)},
+        {"reported", r && !r->usage.estimated ? json(r->usage.input_tokens) : json(nullptr)}};
     if (!r) {
       g.error = "the model call failed: " + r.error().message;
       g.exhausted = r.error().kind == util::ErrorKind::kBudget ||
@@ -358,9 +326,23 @@ class LlmGenerator final : public Generator {
   }
 
  private:
+  // The trajectory memory's sections (and, with src/skills, the skills' section) fitted to their
+  // budgets, measured as `user` renders them.
+  FittedPrompt fit_memory(const Template& user, const std::vector<Attempt>& history) const {
+    std::map<int, std::string> sources;
+    for (int n : attempts_needing_code(history, budgets_))
+      for (const auto& a : history)
+        if (a.number == n && !sources.count(n))
+          if (auto src = util::read_file(a.path)) sources[n] = *src;
+    const Measure measure = template_measure(user);
+    return fit_sections(trajectory_sections(history, sources, budgets_, measure),
+                        PromptBudgets::chars(budgets_.total), measure);
+  }
+
   llm::Client& client_;
   std::filesystem::path prompts_, skills_;
   std::string session_;
+  PromptBudgets budgets_;
 };
 
 class LlmCritic final : public Critic {
@@ -412,10 +394,10 @@ std::unique_ptr<Critic> make_heuristic_critic() {
 }
 
 std::unique_ptr<Generator> make_llm_generator(llm::Client& client, std::filesystem::path prompts,
-                                              std::filesystem::path skills_dir,
-                                              std::string session) {
+                                              std::filesystem::path skills_dir, std::string session,
+                                              PromptBudgets budgets) {
   return std::make_unique<LlmGenerator>(client, std::move(prompts), std::move(skills_dir),
-                                        std::move(session));
+                                        std::move(session), budgets);
 }
 
 std::unique_ptr<Critic> make_llm_critic(llm::Client& client, std::filesystem::path prompts,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "llm/client.hpp"
+#include "optimize/prompt_budget.hpp"
 #include "search/world_model.hpp"
 
 namespace ok::optimize {
@@ -97,10 +98,11 @@ std::unique_ptr<Generator> make_builtin_generator(std::filesystem::path skills_d
                                                   int max_candidates);
 std::unique_ptr<Critic> make_heuristic_critic();
 
-// The LLM agents. `client` must outlive them; `session` labels the recorded calls.
+// The LLM agents. `client` must outlive them; `session` labels the recorded calls; `budgets` bound
+// the generator prompt's trajectory memory (trajectory.hpp).
 std::unique_ptr<Generator> make_llm_generator(llm::Client& client, std::filesystem::path prompts,
-                                              std::filesystem::path skills_dir,
-                                              std::string session);
+                                              std::filesystem::path skills_dir, std::string session,
+                                              PromptBudgets budgets = {});
 std::unique_ptr<Critic> make_llm_critic(llm::Client& client, std::filesystem::path prompts,
                                         std::string session);
 

@@ -68,7 +68,11 @@ std::unique_ptr<Agents> Agents::make(const Options& o, const std::string& sessio
   copts.ledger = &a->ledger_;
   copts.recorder = a->recorder_.get();
   a->client_ = std::make_unique<llm::Client>(*endpoint, copts);
-  a->generator_ = make_llm_generator(*a->client_, prompts_dir(), skills, session);
+  const PromptBudgets budgets =
+      o.prompt_budget_tokens > 0
+          ? PromptBudgets{}.scaled_to(static_cast<size_t>(o.prompt_budget_tokens))
+          : PromptBudgets{};
+  a->generator_ = make_llm_generator(*a->client_, prompts_dir(), skills, session, budgets);
   a->critic_ = make_llm_critic(*a->client_, prompts_dir(), session);
   return a;
 }

@@ -67,6 +67,8 @@ struct Options {
   // Pre-builds of load_inline candidates in a GPU-less build worker (docs/search.md): off (the
   // default: opt-in until measured on the GPU machine), auto (on a GPU backend), on.
   std::string prebuild = "off";
+  // The generator prompt's memory budget in tokens (PromptBudgets::total); 0: the default.
+  int prompt_budget_tokens = 0;
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);

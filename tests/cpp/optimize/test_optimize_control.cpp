@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../support/fake_worker.hpp"
 #include "../support/temp_dir.hpp"
 #include "optimize/frontend.hpp"
 #include "optimize/session.hpp"
@@ -42,16 +43,6 @@ for line in sys.stdin:
                             "source": "candidate"}}
     print(json.dumps({"id": req["id"], "ok": True, "result": result}), flush=True)
 )py";
-
-ok::util::Result<ok::eval::Worker> fake_worker(const fs::path& script) {
-  ok::util::SpawnOptions so;
-  so.argv = {"/usr/bin/python3", "-u", script.string()};
-  auto proc = ok::util::Subprocess::spawn(so);
-  if (!proc) return std::unexpected(proc.error());
-  auto line = proc->read_line(std::chrono::steady_clock::now() + 30s);
-  if (!line) return std::unexpected(line.error());
-  return ok::eval::Worker::adopt(std::move(*proc), json::parse(*line));
-}
 
 class FixedGenerator final : public Generator {
  public:
@@ -145,7 +136,7 @@ class Session {
   // Runs (or resumes) the session on a thread of its own.
   std::future<ok::util::Result<Outcome>> start(Control* control, Observer* observer,
                                                std::vector<Attempt> resumed = {}) {
-    auto w = fake_worker(dir_.path() / "worker.py");
+    auto w = ok::testing::fake_worker(dir_.path() / "worker.py");
     EXPECT_TRUE(w) << w.error().message;
     worker_.emplace(std::move(*w));
     Dependencies deps;

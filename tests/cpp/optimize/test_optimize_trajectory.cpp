@@ -1,0 +1,278 @@
+// Trajectory memory and prompt budgets (optimize/trajectory.hpp, optimize/prompt_budget.hpp):
+// fit_sections' rules, the summariser's sections over long, empty, all-failed and huge-kernel
+// histories rendered through the shipped generator template, and failure classes.
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "optimize/prompt_budget.hpp"
+#include "optimize/prompts.hpp"
+#include "optimize/trajectory.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace opt = ok::optimize;
+
+const std::filesystem::path kRoot = OPENKERNEL_TEST_SOURCE_ROOT;
+
+// A measure that counts the characters of a context's "text".
+size_t text_size(const json& ctx) {
+  return ctx.value("text", std::string()).size();
+}
+
+opt::PromptSection section(std::string name, std::vector<size_t> sizes, size_t budget,
+                           int priority) {
+  opt::PromptSection s{std::move(name), {}, budget, priority};
+  for (size_t n : sizes) s.variants.push_back({{"text", std::string(n, 'x')}});
+  return s;
+}
+
+TEST(FitSections, EachTakesItsFullestRenderingWithinItsBudget) {
+  auto f = opt::fit_sections({section("a", {500, 300, 100}, 350, 0), section("b", {50}, 100, 1),
+                              section("none", {}, 100, 0)},
+                             10'000, text_size);
+  ASSERT_EQ(f.sections.size(), 3u);
+  EXPECT_EQ(f.sections[0].variant, 1u);
+  EXPECT_EQ(f.sections[0].chars, 300u);
+  EXPECT_EQ(f.sections[1].variant, 0u);
+  EXPECT_EQ(f.sections[2].chars, 0u);
+  EXPECT_TRUE(f.sections[2].context.empty());
+  EXPECT_EQ(f.chars, 350u);
+  EXPECT_FALSE(f.over_budget);
+  json ctx = json::object();
+  f.merge_into(ctx);
+  EXPECT_EQ(ctx["text"].get<std::string>().size(), 50u);  // the later section wins a shared key
+}
+
+TEST(FitSections, OverTheTotalTheLowestPriorityStepsDownFirst) {
+  auto f = opt::fit_sections(
+      {section("keep", {400, 100}, 500, 3), section("trim", {400, 200, 10}, 500, 0)}, 650,
+      text_size);
+  // 800 > 650: "trim" gives up 200 first (600 fits), "keep" stays in full.
+  EXPECT_EQ(f.sections[0].variant, 0u);
+  EXPECT_EQ(f.sections[1].variant, 1u);
+  EXPECT_EQ(f.chars, 600u);
+  EXPECT_FALSE(f.over_budget);
+  // Tighter: "trim" reaches its last rendering, then "keep" steps down.
+  f = opt::fit_sections(
+      {section("keep", {400, 100}, 500, 3), section("trim", {400, 200, 10}, 500, 0)}, 150,
+      text_size);
+  EXPECT_EQ(f.sections[1].variant, 2u);
+  EXPECT_EQ(f.sections[0].variant, 1u);
+  EXPECT_EQ(f.chars, 110u);
+  // Impossible: said so, never silently.
+  f = opt::fit_sections({section("keep", {400, 100}, 50, 3)}, 20, text_size);
+  EXPECT_TRUE(f.over_budget);
+  EXPECT_TRUE(f.sections[0].over_budget);
+  EXPECT_EQ(f.summary()["sections"][0]["over_budget"], true);
+  EXPECT_EQ(f.summary()["estimated_tokens"], 25);  // 100 characters / 4
+}
+
+TEST(PromptBudgets, ScaleInProportionAndCountCharactersFourToAToken) {
+  opt::PromptBudgets b;
+  auto half = b.scaled_to(b.total / 2);
+  EXPECT_EQ(half.total, b.total / 2);
+  EXPECT_EQ(half.recent, b.recent / 2);
+  EXPECT_EQ(half.recent_attempts, b.recent_attempts);
+  EXPECT_EQ(opt::PromptBudgets::chars(100), 400u);
+  EXPECT_EQ(opt::estimated_tokens(401), 101u);
+  EXPECT_EQ(opt::estimated_tokens(0), 0u);
+}
+
+TEST(FailureClass, NamesTheExceptionOrTheErrorLineWithNumbersAndPathsNormalised) {
+  opt::Attempt a;
+  a.verdict = "runtime_error";
+  a.error =
+      "Traceback (most recent call last):\n  File \"/tmp/x/attempt_003.py\", line 12, in f\n"
+      "    raise ValueError(3)\nNameError: name 'tl' is not defined\n";
+  EXPECT_EQ(opt::failure_class(a), "NameError: name 'tl' is not defined");
+  a.verdict = "incorrect";
+  a.error = "trial 1: max abs error 3.5 at index 17";
+  opt::Attempt b = a;
+  b.error = "trial 4: max abs error 0.25 at index 1024";
+  EXPECT_EQ(opt::failure_class(a), opt::failure_class(b));
+  EXPECT_EQ(opt::failure_class(a), "trial N: max abs error N at index N");
+  a.verdict = "compile_error";
+  a.error = "building\n/tmp/build/k.cpp:12:5: error: 'foo' was not declared in this scope";
+  EXPECT_EQ(opt::failure_class(a), "<path>:N:N: error: 'foo' was not declared in this scope");
+  a.verdict = "rejected";
+  a.summary = {{"flags", json::array({"fallback", json{{"name", "excessive_speedup"}}})}};
+  EXPECT_EQ(opt::failure_class(a), "flags: excessive_speedup, fallback");
+  a = {};
+  a.verdict = "timeout";
+  EXPECT_EQ(opt::failure_class(a), "(no message)");
+  EXPECT_TRUE(opt::is_failure(a));
+  a.verdict = "not_evaluated";
+  EXPECT_FALSE(opt::is_failure(a));
+}
+
+// What a long model session leaves behind: four kinds of failure, repeated ideas, a best kernel.
+std::vector<opt::Attempt> long_history(int n, std::map<int, std::string>& sources) {
+  const std::vector<std::pair<std::string, std::string>> failures = {
+      {"compile_error", "error: identifier \"tile_%\" is undefined"},
+      {"incorrect", "trial 2: max abs error 0.%1 at index 7%"},
+      {"runtime_error", "Traceback:\n  File \"/x/a.py\", line 3\nRuntimeError: CUDA error %"},
+      {"generation_failed", "malformed model reply: no Python code block defining class ModelNew"},
+      {"timeout", "timed out after 60 s"}};
+  std::vector<opt::Attempt> out;
+  for (int i = 1; i <= n; ++i) {
+    opt::Attempt a;
+    a.number = i;
+    a.path = "/nonexistent/attempt_" + std::to_string(i) + ".py";
+    a.description = "idea " + std::to_string(i % 7) + ": vectorise by " + std::to_string(i % 7);
+    a.params = {{"intent", {{"id", i % 9}, {"title", "intent " + std::to_string(i % 9)}}}};
+    if (i % 3 == 0) {
+      a.verdict = "correct";
+      a.correct = true;
+      a.speedup = 1.0 + (i == 18 ? 2.0 : 0.01 * i);
+      a.runtime_us = 100.0 / *a.speedup;
+    } else {
+      const auto& [v, e] = failures[static_cast<size_t>(i) % failures.size()];
+      a.verdict = v;
+      a.error = e;
+      for (auto pos = a.error.find('%'); pos != std::string::npos; pos = a.error.find('%'))
+        a.error.replace(pos, 1, std::to_string(i));
+    }
+    a.diagnosis = {
+        {"bottleneck", a.correct ? "memory" : "correctness"},
+        {"evidence", json::array({std::string(500, 'e'), "measured " + std::to_string(i)})},
+        {"suggestions",
+         json::array({{{"action", "try tile " + std::to_string(i)}, {"expected_gain", 0.3}}})}};
+    std::string code = "import torch\nclass ModelNew(torch.nn.Module):\n";
+    for (int l = 0; l < 120; ++l)
+      code += "    # line " + std::to_string(l) + " of " + std::to_string(i) + "\n";
+    sources[i] = code;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+struct Rendered {
+  std::string text;
+  opt::FittedPrompt fitted;
+};
+
+Rendered render_memory(const std::vector<opt::Attempt>& history,
+                       const std::map<int, std::string>& sources, const opt::PromptBudgets& b) {
+  auto t = opt::load_template(kRoot / "data/prompts", "generator");
+  EXPECT_TRUE(t) << t.error().message;
+  auto measure = opt::template_measure(*t);
+  Rendered r;
+  r.fitted = opt::fit_sections(opt::trajectory_sections(history, sources, b, measure),
+                               opt::PromptBudgets::chars(b.total), measure);
+  json ctx = {{"name", "p"}, {"backend", "cpu"}, {"backend_cpu", true}};
+  r.fitted.merge_into(ctx);
+  auto text = opt::render(*t, ctx);
+  EXPECT_TRUE(text) << text.error().message;
+  r.text = text ? *text : "";
+  return r;
+}
+
+void expect_within_budgets(const opt::FittedPrompt& f) {
+  EXPECT_FALSE(f.over_budget) << f.summary().dump(2);
+  EXPECT_LE(f.chars, f.budget_chars);
+  for (const auto& s : f.sections) EXPECT_LE(s.chars, s.budget_chars) << s.name;
+}
+
+void expect_names_what_matters(const std::vector<opt::Attempt>& history, const std::string& text,
+                               size_t recent) {
+  const opt::Attempt* best = opt::best_attempt(history);
+  if (best)
+    EXPECT_NE(text.find(fmt::format("best correct kernel so far (attempt {}, {:.3f}x", best->number,
+                                    *best->speedup)),
+              std::string::npos);
+  for (size_t i = history.size() - recent; i < history.size(); ++i)
+    EXPECT_NE(text.find(fmt::format("attempt {}: {}", history[i].number, history[i].verdict)),
+              std::string::npos)
+        << history[i].number;
+  for (const auto& a : history) {
+    if (!opt::is_failure(a)) continue;
+    // Every class is named, however compact its line (here at least its first 40 characters).
+    std::string label = (a.verdict + ": " + opt::failure_class(a)).substr(0, 40);
+    EXPECT_NE(text.find("- " + label), std::string::npos) << label;
+  }
+}
+
+TEST(Trajectory, FortyAttemptsStayWithinBudgetAndNameBestRecentAndEveryFailureClass) {
+  std::map<int, std::string> sources;
+  auto history = long_history(40, sources);
+  opt::PromptBudgets b;
+  auto r = render_memory(history, sources, b);
+  expect_within_budgets(r.fitted);
+  expect_names_what_matters(history, r.text, b.recent_attempts);
+  EXPECT_NE(r.text.find("# Earlier ideas"), std::string::npos);
+  EXPECT_NE(r.text.find("intent 8"), std::string::npos);          // an earlier idea, by its intent
+  EXPECT_NE(r.text.find("# line 0 of 18\n"), std::string::npos);  // the best kernel's code
+  // A fifth of the budget: the recent attempts are demoted and the code cut, but the best
+  // kernel's identity, the last attempts and every failure class are still there.
+  auto small = b.scaled_to(b.total / 5);
+  r = render_memory(history, sources, small);
+  expect_within_budgets(r.fitted);
+  expect_names_what_matters(history, r.text, small.recent_attempts);
+}
+
+TEST(Trajectory, TheSameHistoryGivesTheSameText) {
+  std::map<int, std::string> sources;
+  auto history = long_history(23, sources);
+  auto a = render_memory(history, sources, {});
+  auto b = render_memory(history, sources, {});
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.fitted.summary(), b.fitted.summary());
+}
+
+TEST(Trajectory, NoAttemptsSaysNothing) {
+  auto sections = opt::trajectory_sections({}, {}, {}, text_size);
+  for (const auto& s : sections) EXPECT_TRUE(s.variants.empty()) << s.name;
+  auto r = render_memory({}, {}, {});
+  EXPECT_EQ(r.fitted.chars, 0u);
+  EXPECT_EQ(r.text.find("Previous attempts"), std::string::npos);
+  EXPECT_EQ(r.text.find("best correct kernel"), std::string::npos);
+}
+
+TEST(Trajectory, AllFailedListsEveryClassAndNoBest) {
+  std::map<int, std::string> sources;
+  auto history = long_history(40, sources);
+  for (auto& a : history)
+    if (a.correct) {
+      a.correct = false;
+      a.verdict = "rejected";
+      a.speedup.reset();
+      a.summary = {{"flags", json::array({"fallback_" + std::to_string(a.number % 2)})}};
+    }
+  auto r = render_memory(history, sources, {});
+  expect_within_budgets(r.fitted);
+  EXPECT_EQ(r.text.find("best correct kernel"), std::string::npos);
+  EXPECT_NE(r.text.find("- rejected: flags: fallback_0 x"), std::string::npos);
+  EXPECT_NE(r.text.find("- rejected: flags: fallback_1 x"), std::string::npos);
+  expect_names_what_matters(history, r.text, 4);
+}
+
+TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
+  opt::Attempt a;
+  a.number = 1;
+  a.verdict = "correct";
+  a.correct = true;
+  a.speedup = 1.25;
+  a.runtime_us = 80;
+  a.description = "one huge kernel";
+  std::map<int, std::string> sources = {
+      {1, "HEAD_OF_KERNEL\n" + std::string(200'000, 'k') + "\nTAIL_OF_KERNEL\n"}};
+  opt::PromptBudgets b;
+  auto r = render_memory({a}, sources, b);
+  expect_within_budgets(r.fitted);
+  EXPECT_NE(r.text.find("best correct kernel so far (attempt 1, 1.250x, 80.0 us): one huge kernel"),
+            std::string::npos);
+  EXPECT_NE(r.text.find("HEAD_OF_KERNEL"), std::string::npos);
+  EXPECT_NE(r.text.find("TAIL_OF_KERNEL"), std::string::npos);
+  EXPECT_NE(r.text.find("characters cut"), std::string::npos);
+  // With a budget too small for any code, the identity alone.
+  b.best = 60;
+  r = render_memory({a}, sources, b);
+  expect_within_budgets(r.fitted);
+  EXPECT_EQ(r.text.find("HEAD_OF_KERNEL"), std::string::npos);
+  EXPECT_NE(r.text.find("(attempt 1, 1.250x"), std::string::npos);
+}
+
+}  // namespace
