@@ -12,7 +12,8 @@
 #
 # Environment: OK_BUILD (build dir with bin/generate_candidates and bin/openkernel), OK_OPENKERNEL
 # (the openkernel binary, default $OK_BUILD/bin/openkernel), OK_PYTHON (python with torch),
-# OK_KERNELBENCH (KernelBench dir), OK_TOP, OK_OUT (output dir), OK_EVAL_ARGS (extra flags).
+# OK_KERNELBENCH (KernelBench dir), OK_TOP, OK_OUT (output dir), OK_EVAL_ARGS (extra flags),
+# OK_PROBLEMS (the problem list, default tests/fixtures/generate/problems.tsv).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 backend="${1:?usage: builtin_check.sh BACKEND [NAME...]}"
@@ -86,4 +87,4 @@ why = "" if d.get("verdict") == "correct" else "  " + "; ".join(d.get("reasons")
 print(f"{name:<16} {pattern:<24} {cand:<10} {d.get('verdict'):<14} {sp if sp is None else f'{sp:.3f}x'}{why}")
 PY
   done
-done < "$fixtures/problems.tsv"
+done < "${OK_PROBLEMS:-$fixtures/problems.tsv}"

@@ -20,6 +20,10 @@ from .analyze_trace import factories_on, tracing_patches, value_recorder
 from .problem import BadInput, Reference, build_model, load_reference, make_init_inputs, make_inputs
 
 
+# Python numbers forward may take besides tensors (traced as constants).
+NUMBERS = (bool, int, float)
+
+
 class _MetaFailed(Exception):
     """Building the model, drawing its inputs or running the graph failed on the meta device."""
 
@@ -64,17 +68,20 @@ def _analyze_on(ref: Reference, device: str) -> dict[str, Any]:
                      lambda: build_model(ref.module.Model, init, 0, device))
     if not isinstance(model, torch.nn.Module):
         return _untraceable("Model is not a torch.nn.Module")
+    inputs = _attempt(device, ref, "get_inputs()", lambda: make_inputs(ref.module, 0, device))
+    constants = _number_arguments(model, inputs)
     try:
         with tracing_patches():
-            gm = symbolic_trace(model)
+            gm = symbolic_trace(model, concrete_args=constants or None)
     except Exception as e:  # noqa: BLE001 - fx raises many kinds
         return _untraceable(_trace_reason(e))
-    inputs = _attempt(device, ref, "get_inputs()", lambda: make_inputs(ref.module, 0, device))
+    _drop_specialisation_guards(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i, (ph, value) in enumerate(zip(placeholders, inputs)):
-        if not isinstance(value, torch.Tensor):
+        if not isinstance(value, (torch.Tensor, *NUMBERS)):
             return _untraceable(f"forward argument {i} ({str(ph.target).lstrip('*')}) is a "
-                                f"{type(value).__name__}, not a tensor; the graph takes tensors only")
+                                f"{type(value).__name__}, not a tensor; the graph takes tensors "
+                                f"and numbers only")
     if len(inputs) != len(placeholders):
         return _untraceable(f"get_inputs() returns {len(inputs)} values but forward takes "
                             f"{len(placeholders)} arguments")
@@ -86,17 +93,54 @@ def _analyze_on(ref: Reference, device: str) -> dict[str, Any]:
         if device == "meta":
             raise _MetaFailed(f"running the graph: {_first_line(e)}") from e
         return _untraceable(f"the traced graph failed to run: {_first_line(e)}")
-    return _describe(gm, recorder.values, placeholders)
+    return _describe(gm, recorder.values, placeholders, inputs, _positional_names(model))
 
 
-def _describe(gm: Any, values: dict[str, Any], placeholders: list[Any]) -> dict[str, Any]:
+def _positional_names(model: Any) -> list[str]:
+    import inspect
+
+    try:
+        return [p.name for p in inspect.signature(model.forward).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
+
+
+def _number_arguments(model: Any, inputs: list[Any]) -> dict[str, Any]:
+    """forward's arguments that get_inputs() gives as Python numbers (level1/5's scale), by
+    parameter name: traced as constants (fx's concrete_args) and listed as the IR's "constants"."""
+    return {name: value for name, value in zip(_positional_names(model), inputs)
+            if isinstance(value, NUMBERS)}
+
+
+def _drop_specialisation_guards(gm: Any) -> None:
+    """fx guards each concrete argument with `_assert(s == value)`: the generator specialises on
+    the value itself (docs/graph-ir.md, "constants"), so the guards leave the graph."""
+    import torch
+
+    guards = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch._assert]
+    for n in guards:
+        cond = n.args[0] if n.args else None
+        gm.graph.erase_node(n)
+        if cond is not None and hasattr(cond, "users") and not cond.users:
+            gm.graph.erase_node(cond)
+    if guards:
+        gm.recompile()
+
+
+def _describe(gm: Any, values: dict[str, Any], placeholders: list[Any], inputs_given: list[Any],
+              arg_names: list[str]) -> dict[str, Any]:
     """The IR from the traced graph and its propagated values."""
     builder = Builder(gm, values)
-    inputs = []
+    inputs, constants = [], []
     for i, ph in enumerate(placeholders):
+        name = str(ph.target).lstrip("*")
+        if i < len(inputs_given) and isinstance(inputs_given[i], NUMBERS):
+            name = arg_names[i] if i < len(arg_names) else name
+            constants.append({"name": name, "index": i, "value": inputs_given[i]})
+            continue
         info = values[ph.name]
-        inputs.append({"name": str(ph.target).lstrip("*"), "index": i, "shape": info.shape,
-                       "dtype": info.dtype})
+        inputs.append({"name": name, "index": i, "shape": info.shape, "dtype": info.dtype})
     result = None
     for node in builder.graph_nodes:
         if node.op in ("call_function", "call_method", "call_module"):
@@ -112,9 +156,12 @@ def _describe(gm: Any, values: dict[str, Any], placeholders: list[Any]) -> dict[
         reason = "forward does not return a single tensor"
     else:
         outputs = [builder.form(result)]
-    return {"traceable": reason is None, "reason": reason, "inputs": inputs,
-            "attrs": list(builder.attrs.values()), "nodes": builder.nodes, "outputs": outputs,
-            "module_types": builder.module_types}
+    result_ir = {"traceable": reason is None, "reason": reason, "inputs": inputs,
+                 "attrs": list(builder.attrs.values()), "nodes": builder.nodes,
+                 "outputs": outputs, "module_types": builder.module_types}
+    if constants:
+        result_ir["constants"] = constants
+    return result_ir
 
 
 def analyze(path: str, overrides: dict[str, str]) -> dict[str, Any]:

@@ -18,6 +18,42 @@ SHAPE_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement"})
 SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "layout"})
 
 
+def einsum_as_matmul(equation: str) -> tuple[list[int], list[int]] | None:
+    """For "A,B->C" that is a matrix product, the permutations that bring A to [batch..., m, k]
+    and B to [batch..., k, n] (or [k, n]) so that C = matmul: each operand's own letters, one
+    contracted letter, C = A's free letters then B's last. None for anything else (sums over a
+    letter of one operand, repeated letters, outer products, ellipses)."""
+    if "->" not in equation or "." in equation:
+        return None
+    lhs, out = equation.split("->")
+    parts = lhs.split(",")
+    if len(parts) != 2:
+        return None
+    a, b = parts
+    if any(len(set(t)) != len(t) for t in (a, b, out)):
+        return None
+    shared = [c for c in a if c in b and c not in out]
+    if len(shared) != 1 or len(out) < 2:
+        return None
+    k = shared[0]
+    n = out[-1]
+    if n not in b or n in a:
+        return None
+    batch_m = out[:-1]
+    if sorted(a.replace(k, "")) != sorted(batch_m):
+        return None
+    m = batch_m[-1]
+    batch = batch_m[:-1]
+    b_batch = [c for c in b if c not in (k, n)]
+    if b_batch and b_batch != list(batch[len(batch) - len(b_batch):]):
+        return None
+    if any(c in b for c in batch_m if c not in b_batch) or m in b:
+        return None
+    perm_a = [a.index(c) for c in batch + m + k]
+    perm_b = [b.index(c) for c in b_batch + [k, n]]
+    return perm_a, perm_b
+
+
 class Unsupported(Exception):
     """A recognised call whose arguments the canonical form cannot express (the message says why)."""
 
@@ -354,6 +390,15 @@ class Builder:
         """`max(x, dim)[0]` / `.values` -> amax, `[1]` / `.indices` -> argmax; shape reads were
         folded already; anything else (slicing, tuple elements) is `unknown`."""
         src, key = node.args[0], node.args[1]
+        if node.target is getattr and key in ("T", "mT") and self.is_tensor(src):
+            rank = self.rank(src)
+            dims = list(range(rank))
+            if key == "T":
+                dims.reverse()
+            elif rank >= 2:
+                dims[-2], dims[-1] = dims[-1], dims[-2]
+            self.emit(node.name, "permute", [self.form(src)], {"dims": dims}, node)
+            return
         if getattr(src, "name", None) in self.pending:
             which = {0: 0, 1: 1, "values": 0, "indices": 1}.get(key)
             if which is not None:
@@ -520,6 +565,51 @@ class Builder:
         end = _one_dim(self.constant(b["end_dim"], "end_dim"), rank)
         self.emit(node.name, "flatten", [self.tensor_arg(x, "the input")],
                   {"start_dim": start, "end_dim": end}, node)
+
+    def family_permute(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """t(), transpose(d0, d1), swapaxes, permute(*dims), .T and .mT: `permute {dims}`, the
+        output's dim i being the input's dims[i]."""
+        x = b["input"]
+        rank = self.rank(x)
+        dims = list(range(rank))
+        if "dim0" in b:
+            d0 = _one_dim(self.constant(b["dim0"], "dim0"), rank)
+            d1 = _one_dim(self.constant(b["dim1"], "dim1"), rank)
+            dims[d0], dims[d1] = dims[d1], dims[d0]
+        elif "dims" in b:
+            given = self.constant(b["dims"], "dims")
+            if len(given) == 1 and isinstance(given[0], (list, tuple)):
+                given = given[0]
+            dims = [_one_dim(d, rank) for d in given]
+            if sorted(dims) != list(range(rank)):
+                raise Unsupported(f"permute dims {given!r} are not a permutation")
+        else:
+            dims = dims[::-1] if rank == 2 else dims
+        self.emit(node.name, "permute", [self.tensor_arg(x, "the input")], {"dims": dims}, node)
+
+    def family_einsum(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """A two-operand einsum that is a (batched) matrix product, as `permute` nodes of the
+        operands where needed and a `matmul`; any other equation is `unknown`."""
+        equation = self.constant(b["equation"], "the equation")
+        operands = list(b["operands"])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+        if not isinstance(equation, str) or len(operands) != 2:
+            raise Unsupported("einsum other than of two operands")
+        plan = einsum_as_matmul(equation.replace(" ", ""))
+        if plan is None:
+            raise Unsupported(f"einsum {equation!r} is not a matrix product")
+        args = []
+        for which, (value, perm) in enumerate(zip(operands, plan)):
+            arg = self.tensor_arg(value, f"operand {which}")
+            if perm != sorted(perm):
+                name = self.fresh_name(f"{node.name}_operand{which}")
+                info = self.tensor_info(value)
+                shape = [info.shape[d] for d in perm]
+                self.emit(name, "permute", [arg], {"dims": perm}, TensorInfo(shape, info.dtype))
+                arg = {"node": name}
+            args.append(arg)
+        self.emit(node.name, "matmul", args, {}, node)
 
     def family_vendor(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
         args = [self.form(v) if v is not None else {"value": None} for v in b.values()]

@@ -203,6 +203,24 @@ def _row_shape_and_vendor_entries() -> Entries:
     for name in ("mm", "bmm"):
         yield ([f"torch.{name}", f"Tensor.{name}"],
                Spec(name, sig(lambda input, mat2: None), "vendor"))
+    yield from _matmul_structure_entries()
+
+
+def _matmul_structure_entries() -> Entries:
+    """What a matrix product's operands and result go through: transposes (all `permute`), the
+    diagonal matrix of a vector, the triangle of a product, and einsum's matrix products."""
+    sig = _signature
+    yield ["torch.t", "Tensor.t"], Spec("permute", sig(lambda input: None), "permute")
+    yield (["torch.transpose", "Tensor.transpose", "torch.swapaxes", "Tensor.swapaxes",
+            "torch.swapdims", "Tensor.swapdims"],
+           Spec("permute", sig(lambda input, dim0, dim1: None), "permute"))
+    yield (["torch.permute", "Tensor.permute"],
+           Spec("permute", sig(lambda input, *dims: None), "permute"))
+    yield ["torch.diag", "Tensor.diag"], Spec("diag", sig(lambda input, diagonal=0: None), "unary")
+    for name in ("tril", "triu"):
+        yield ([f"torch.{name}", f"Tensor.{name}"],
+               Spec(name, sig(lambda input, diagonal=0: None), "unary"))
+    yield ["torch.einsum"], Spec("matmul", sig(lambda equation, *operands: None), "einsum")
 
 
 _FUNCTIONS: dict[Any, Spec] = {}

@@ -221,12 +221,12 @@ def test_shape_unpacking_and_tensor_of_a_number(write: Write) -> None:
 
 
 def test_unknown_ops_keep_their_names(write: Write) -> None:
-    r = run(write, reference("return torch.cumsum(x, dim=1) + x.T.sum()"))
+    r = run(write, reference("return torch.cumsum(x, dim=1) + x.H.sum()"))
     cumsum = r["nodes"][0]
     assert cumsum["op"] == "unknown"
     assert cumsum["kwargs"] == {"target": "torch.cumsum", "call_kwargs": {"dim": 1}}
     assert cumsum["shape"] == [4, 8]
-    assert r["nodes"][1]["kwargs"]["target"] == "torch.Tensor.T"
+    assert r["nodes"][1]["kwargs"]["target"] == "torch.Tensor.H"
 
 
 def test_inplace_activation_on_an_input_is_not_normalised(write: Write) -> None:
@@ -242,11 +242,9 @@ def test_data_dependent_control_flow_is_untraceable(write: Write) -> None:
     assert r["nodes"] == [] and r["outputs"] == []
 
 
-def test_tuple_output_and_non_tensor_argument_are_untraceable(write: Write) -> None:
+def test_tuple_output_is_untraceable(write: Write) -> None:
     r = run(write, reference("return x + 1, x * 2"))
     assert r["traceable"] is False and "single tensor output" in r["reason"]
-    r = run(write, reference("return x * s", params="x, s", inputs="[torch.randn(4, 8), 2.0]"))
-    assert r["traceable"] is False and "not a tensor" in r["reason"]
 
 
 def test_falls_back_to_the_cpu_when_meta_cannot_run_the_model(write: Write) -> None:

@@ -132,6 +132,11 @@ KernelCode emit_triton(const Graph& g, const KernelGroup& G, int index, const Sk
 KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
                      const nlohmann::json& params);
 
+// One matrix product (a kGemm node) on `backend`, from its gemm skill with `params` (that skill's
+// point); the launch lines allocate the output and run the kernel.
+KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string& backend,
+                     const Skills& skills, const nlohmann::json& params);
+
 // Renders a kernel skill's template, throwing EmitError on failure.
 std::string render_skill(const Skills& skills, const std::string& backend,
                          const std::string& pattern, const std::string& name,

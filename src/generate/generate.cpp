@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -25,7 +26,54 @@ struct Features {
   int64_t inner = 1;  // inner extent of that row group
   int64_t outer = 1;
   bool transcendental = false;
+  Gemm gemm;  // the largest matrix product
 };
+
+int64_t cdiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+double log2_distance(double a, double b) {
+  return std::fabs(std::log2(a) - std::log2(b));
+}
+
+// The gemm skills' admissible points and their prior: tiles no larger than the matrix rounded up,
+// what fits shared memory and registers, split-K only for long K over few tiles.
+bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, double& score) {
+  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
+  const bool triangle = gm.triangle != Triangle::kNone;
+  if (s.backend == "cpu") {
+    if (at("BM") > std::max<int64_t>(16, next_pow2(gm.m))) return false;
+    if (at("BN") > std::max<int64_t>(32, next_pow2(gm.n))) return false;
+    if (at("BK") > std::max<int64_t>(64, next_pow2(gm.k))) return false;
+    return triangle || p.at("schedule") == s.params["schedule"][0];
+  }
+  if (s.backend == "triton") {
+    const int64_t bm = at("BLOCK_M"), bn = at("BLOCK_N"), bk = at("BLOCK_K"), sk = at("SPLIT_K");
+    if (bm > std::max<int64_t>(16, next_pow2(gm.m)) ||
+        bn > std::max<int64_t>(32, next_pow2(gm.n)) || bk > std::max<int64_t>(16, next_pow2(gm.k)))
+      return false;
+    if ((bm + bn) * bk * 4 * at("num_stages") > 200 * 1024) return false;  // shared memory
+    if (bm * bn / (32 * at("num_warps")) > 256) return false;              // accumulator registers
+    if (cdiv(gm.m, bm) == 1 && p.at("GROUP_M") != s.params["GROUP_M"][0]) return false;
+    const int64_t tiles = cdiv(gm.m, bm) * cdiv(gm.n, bn) * gm.batch;
+    if (sk > 1 && (gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
+    double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
+    score += 2 * log2_distance(sk, ideal_split);
+    score += log2_distance(at("num_warps"), std::clamp(bm * bn / 2048.0, 2.0, 8.0));
+    if (tiles < 132 && sk == 1 && bm * bn > 64 * 64) score += 1;  // too few programs
+    return true;
+  }
+  const int64_t bm = at("BM"), bn = at("BN"), bk = at("BK"), tm = at("TM"), tn = at("TN");
+  const int64_t threads = (bm / tm) * (bn / tn);
+  if (threads < 64 || threads > 512) return false;
+  if (bm > std::max<int64_t>(32, next_pow2(gm.m)) || bn > std::max<int64_t>(32, next_pow2(gm.n)) ||
+      bk > std::max<int64_t>(8, next_pow2(gm.k)))
+    return false;
+  if ((bm + bn) * bk * 4 > 48 * 1024) return false;  // static shared memory
+  score += log2_distance(static_cast<double>(threads), 256.0);
+  return true;
+}
 
 // Every combination of a skill's parameter axes, in axis order.
 std::vector<json> product(const json& axes) {
@@ -54,6 +102,7 @@ int axis_rank(const json& axes, const json& p) {
 // Drops points that cannot apply to these shapes; adjusts the prior of the rest (lower = better).
 bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
+  if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
   if (s.id == "cpu-row") {
     if (f.inner == 1 && p["tile"] != s.params["tile"][0]) return false;  // tile is for inner > 1
@@ -140,6 +189,33 @@ std::vector<json> space(const Skill& s, const Features& f, uint64_t seed) {
   return out;
 }
 
+// Index tuples into spaces of `sizes`, by increasing sum of indices (the best prior of each
+// first), earlier spaces varying first within a sum; at most `limit` (0: all).
+std::vector<std::array<size_t, 3>> by_rank_sum(const std::array<size_t, 3>& sizes, size_t limit) {
+  std::vector<std::array<size_t, 3>> out;
+  const size_t top = sizes[0] + sizes[1] + sizes[2];
+  for (size_t s = 0; s < top; ++s)
+    for (size_t i = 0; i <= s && i < sizes[0]; ++i)
+      for (size_t j = 0; j <= s - i && j < sizes[1]; ++j) {
+        const size_t r = s - i - j;
+        if (r >= sizes[2]) continue;
+        if (limit && out.size() >= limit) return out;
+        out.push_back({i, j, r});
+      }
+  return out;
+}
+
+// "gemm 16 x [64 x 48] @ [48 x 32], A transposed, lower triangle": one line for humans.
+std::string describe_gemm(const Gemm& gm) {
+  std::string out = gm.batch > 1 ? fmt::format("gemm {} x ", gm.batch) : "gemm ";
+  out += fmt::format("[{} x {}] @ [{} x {}]", gm.m, gm.k, gm.k, gm.n);
+  if (gm.trans_a) out += ", A transposed";
+  if (gm.trans_b) out += ", B transposed";
+  if (gm.triangle != Triangle::kNone)
+    out += gm.triangle == Triangle::kLower ? ", lower triangle" : ", upper triangle";
+  return out;
+}
+
 bool identifier_path(const std::string& path) {
   size_t start = 0;
   while (start <= path.size()) {
@@ -217,12 +293,13 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
                      const std::string& head) {
   std::vector<std::string> fwd;
   std::string device;
-  // Inputs and attrs: contiguous, named once.
-  std::vector<std::string> args;
-  for (int v : g.inputs) {
-    args.push_back(g.values[v].name);
-    fwd.push_back(fmt::format("{0} = {0}.contiguous()", g.values[v].name));
-  }
+  // Inputs and attrs: contiguous, named once; constants: the values the kernels were made for.
+  std::vector<std::string> args = g.forward_args();
+  for (int v : g.inputs) fwd.push_back(fmt::format("{0} = {0}.contiguous()", g.values[v].name));
+  for (const auto& c : g.constants)
+    fwd.push_back(fmt::format(
+        "if {0} != {1}:\n            raise ValueError(f\"generated for {0}={1}, got {{{0}}}\")",
+        c.name, fmt::format("{}", c.value)));
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& val = g.values[v];
     if (val.kind != ValueKind::kAttr) continue;
@@ -249,6 +326,11 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
         call = fmt::format("_ok_torch.{}({})", n.op, joined);
       }
       fwd.push_back(fmt::format("{} = {}.contiguous()", py_name(g, n.out), call));
+    } else if (step.kind == StepKind::kGemm) {
+      KernelCode code = emit_gemm(g, g.nodes[step.node], step.node, backend, skills,
+                                  kparams.value("gemm", json::object()));
+      device += code.device + "\n";
+      for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kView) {
       const Node& n = g.nodes[step.node];
       fwd.push_back(fmt::format("{} = {}.reshape({})", py_name(g, n.out),
@@ -311,8 +393,16 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
   const Plan& plan = planned.plan;
   out.pattern = plan.pattern;
 
-  Features pf, rf;
-  bool any_pointwise = false, any_row = false;
+  Features pf, rf, gf;
+  bool any_pointwise = false, any_row = false, any_gemm = false;
+  for (const auto& step : plan.steps) {
+    if (step.kind != StepKind::kGemm) continue;
+    const Gemm& gm = g.nodes[step.node].gemm;
+    if (!any_gemm ||
+        gm.batch * gm.m * gm.n * gm.k > gf.gemm.batch * gf.gemm.m * gf.gemm.n * gf.gemm.k)
+      gf.gemm = gm;
+    any_gemm = true;
+  }
   for (const auto& G : plan.groups) {
     if (G.row) {
       any_row = true;
@@ -328,38 +418,51 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
       pf.transcendental |= G.has_transcendental;
     }
   }
-  const Skill* ps = any_pointwise ? skills->find(backend, "pointwise") : nullptr;
-  const Skill* rs = any_row ? skills->find(backend, "row") : nullptr;
-  if ((any_pointwise && !ps) || (any_row && !rs)) {
-    out.reason = fmt::format("no {} skill for the {} backend in {}",
-                             any_row && !rs ? "row" : "pointwise", backend, skills_dir.string());
-    return out;
-  }
-  std::vector<json> pspace = ps ? space(*ps, pf, seed) : std::vector<json>{json::object()};
-  std::vector<json> rspace = rs ? space(*rs, rf, seed) : std::vector<json>{json::object()};
-  // Combinations by increasing rank sum: the best of each first.
-  std::vector<std::pair<size_t, size_t>> combos;
-  for (size_t s = 0; s < pspace.size() + rspace.size(); ++s)
-    for (size_t i = 0; i <= s && i < pspace.size(); ++i)
-      if (s - i < rspace.size()) combos.emplace_back(i, s - i);
+  // One parameter space per kind of kernel in the plan (a single empty point where it has none).
+  const std::array<std::pair<const char*, std::pair<bool, const Features*>>, 3> kinds = {
+      {{"pointwise", {any_pointwise, &pf}}, {"row", {any_row, &rf}}, {"gemm", {any_gemm, &gf}}}};
+  std::array<const Skill*, 3> used{};
+  std::array<std::vector<json>, 3> spaces;
   std::string skill_id;
-  if (ps) skill_id = ps->id;
-  if (rs) skill_id += (skill_id.empty() ? "" : "+") + rs->id;
-  for (const auto& [pi, ri] : combos) {
-    if (max_candidates > 0 && static_cast<int>(out.candidates.size()) >= max_candidates) break;
-    json kparams = {{"pointwise", pspace[pi]}, {"row", rspace[ri]}};
-    bool fast = pspace[pi].value("fast_math", false) || rspace[ri].value("fast_math", false);
-    kparams["fast_math"] = fast;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const auto& [pattern, wanted] = kinds[k];
+    spaces[k] = {json::object()};
+    if (!wanted.first) continue;
+    used[k] = skills->find(backend, pattern);
+    if (!used[k]) {
+      out.reason = fmt::format("no {} skill for the {} backend in {}", pattern, backend,
+                               skills_dir.string());
+      return out;
+    }
+    spaces[k] = space(*used[k], *wanted.second, seed);
+    skill_id += (skill_id.empty() ? "" : "+") + used[k]->id;
+  }
+  const size_t want = max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0;
+  for (const auto& combo :
+       by_rank_sum({spaces[0].size(), spaces[1].size(), spaces[2].size()}, want)) {
+    json kparams = json::object();
     json shown = json::object();
-    if (ps) shown[ps->id] = pspace[pi];
-    if (rs) shown[rs->id] = rspace[ri];
+    bool fast = false;
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const json& point = spaces[k][combo[k]];
+      kparams[kinds[k].first] = point;
+      fast = fast || point.value("fast_math", false);
+      if (used[k]) shown[used[k]->id] = point;
+    }
+    kparams["fast_math"] = fast;
     GeneratedCandidate c;
     c.pattern = plan.pattern;
     c.skill = skill_id;
     c.params = shown;
     std::string desc = fmt::format("{} on {}: ", plan.pattern, backend);
     int k = 0;
-    for (const auto& G : plan.groups) {
+    for (const auto& step : plan.steps) {
+      if (step.kind == StepKind::kGemm) {
+        desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
+        continue;
+      }
+      if (step.kind != StepKind::kKernel) continue;
+      const KernelGroup& G = plan.groups[step.group];
       desc += (k++ ? "; " : "") +
               (G.row ? fmt::format("{} over [{}, {}, {}]", G.pattern, G.outer, G.red, G.inner)
                      : fmt::format("pointwise over {} elements", G.full));

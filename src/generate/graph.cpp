@@ -23,6 +23,16 @@ std::string shape_str(const Shape& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
+std::vector<std::string> Graph::forward_args() const {
+  std::vector<std::string> out;
+  for (int v : inputs) out.push_back(values[v].name);
+  for (const auto& c : constants)
+    out.insert(
+        out.begin() + std::min<size_t>(static_cast<size_t>(std::max(c.index, 0)), out.size()),
+        c.name);
+  return out;
+}
+
 const char* reduce_name(ReduceKind k) {
   static constexpr util::EnumName<ReduceKind> kNames[] = {
       {ReduceKind::kSum, "sum"},       {ReduceKind::kMax, "max"},
@@ -109,6 +119,16 @@ void Lowerer::read_inputs_and_attrs() {
     inputs_[name] = id;
     g_.inputs.push_back(id);
   }
+  if (ir_.contains("constants") && ir_["constants"].is_array()) {
+    for (const auto& c : ir_["constants"]) {
+      std::string name = c.value("name", "");
+      auto value = c.contains("value") ? scalar_value(c["value"]) : std::nullopt;
+      if (name.empty() || !value) throw Malformed{"a constant lacks a name or a numeric value"};
+      g_.constants.push_back(Constant{name, c.value("index", 0), *value});
+    }
+    std::sort(g_.constants.begin(), g_.constants.end(),
+              [](const Constant& a, const Constant& b) { return a.index < b.index; });
+  }
   if (!ir_.contains("attrs") || !ir_["attrs"].is_array()) return;
   for (const auto& a : ir_["attrs"]) {
     std::string name = a.value("name", "");
@@ -160,6 +180,15 @@ int Lowerer::add_node(Node n, const std::string& name, Shape shape, std::string 
     throw Unsupported{fmt::format("op {} (node {}) has no template in the op table", n.op, name)};
   g_.nodes.push_back(std::move(n));
   return vid;
+}
+
+int Lowerer::view(Operand x, Shape shape, const std::string& name, const std::string& origin) {
+  Node v;
+  v.kind = NodeKind::kView;
+  v.op = "reshape";
+  v.args = {x};
+  v.origin = origin;
+  return add_node(std::move(v), name, std::move(shape));
 }
 
 const Shape& Lowerer::shape_of(const Operand& o) const {

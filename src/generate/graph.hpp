@@ -1,8 +1,10 @@
 // The primitive graph the generator plans on: the IR (docs/graph-ir.md) with every compound op
 // (softmax, log_softmax, layer_norm, mean, var, std, norm, clamp, pow with integer exponents...)
-// rewritten into four node kinds: elementwise ops named after the op table, reductions (sum, max,
-// min, prod, argmax, argmin over contiguous dims), vendor ops kept as PyTorch calls, and views.
-// Plain values; built by lower(), read-only afterwards.
+// rewritten into five node kinds: elementwise ops named after the op table, reductions (sum, max,
+// min, prod, argmax, argmin over contiguous dims), matrix products (Gemm: transposes, batches and
+// a kept triangle folded in; matrix-vector products and diagonal matrices become elementwise ops
+// and reductions), vendor ops kept as PyTorch calls, and views (reshape; permute and diag only as
+// a product's operand). Plain values; built by lower(), read-only afterwards.
 #pragma once
 
 #include <cstdint>
@@ -47,26 +49,61 @@ struct Value {
   int producer = -1;  // node index for kNode
 };
 
-enum class NodeKind { kElementwise, kReduce, kVendor, kView };
+enum class NodeKind { kElementwise, kReduce, kVendor, kView, kGemm };
+
+// Which entries of a product a tril/triu keeps: j - i <= diagonal (lower) or >= diagonal (upper);
+// the others are zero.
+enum class Triangle { kNone, kLower, kUpper };
+
+// C[b] = op(A[b]) @ op(B[b]) with row-major, contiguous operands: A is stored [M, K] or, when
+// trans_a, [K, M]; B is stored [K, N] or, when trans_b, [N, K]; C is [M, N]. An operand without
+// batch dims is shared by every batch (stride 0). Batches of a non-transposed A times a shared B
+// are folded into M.
+struct Gemm {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool trans_a = false, trans_b = false;
+  bool batch_a = false, batch_b = false;
+  Triangle triangle = Triangle::kNone;
+  int64_t diagonal = 0;
+  // Element strides of the logical [M, K] / [K, N] views and of one batch.
+  int64_t stride_am() const { return trans_a ? 1 : k; }
+  int64_t stride_ak() const { return trans_a ? m : 1; }
+  int64_t stride_bk() const { return trans_b ? 1 : n; }
+  int64_t stride_bn() const { return trans_b ? k : 1; }
+  int64_t batch_stride_a() const { return batch_a ? m * k : 0; }
+  int64_t batch_stride_b() const { return batch_b ? k * n : 0; }
+};
 enum class ReduceKind { kSum, kMax, kMin, kProd, kArgmax, kArgmin };
 const char* reduce_name(ReduceKind k);
 
 struct Node {
   NodeKind kind = NodeKind::kElementwise;
-  std::string op;  // elementwise: op table key; vendor: module|linear|matmul|mm|bmm; view: reshape
+  std::string op;  // elementwise: op table key; vendor: module|linear; view: reshape|permute|diag;
+                   // gemm: gemm
   std::vector<Operand> args;
   nlohmann::json params = nlohmann::json::object();  // elementwise scalars; vendor: target
   ReduceKind reduce = ReduceKind::kSum;
   std::vector<int> dims;  // reduce: sorted, contiguous, non-negative dims of args[0]'s shape
   int out = -1;
   std::string origin;  // the IR op this came from (softmax, layer_norm, relu...)
+  Gemm gemm;           // kGemm: args = {A, B}
+};
+
+// A forward argument that get_inputs() gives as a Python number: the graph uses its value.
+struct Constant {
+  std::string name;
+  int index = 0;  // position among forward's arguments
+  double value = 0;
 };
 
 struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;
   std::vector<int> inputs;  // forward's tensor arguments, in order
+  std::vector<Constant> constants;
   int output = -1;
+  // forward's parameter names in order: the tensor inputs and the constants by their index.
+  std::vector<std::string> forward_args() const;
 };
 
 // Either a graph or the reason it cannot be lowered (an unknown op, a dtype, a shape).

@@ -159,12 +159,7 @@ int lower_view(Lowerer& l, const IrNode& n) {
   Operand x = l.tensor_arg(n, 0);
   if (numel(l.shape_of(x)) != numel(n.shape))
     throw Malformed{fmt::format("node {}: {} changes the element count", n.name, n.op)};
-  Node v;
-  v.kind = NodeKind::kView;
-  v.op = "reshape";
-  v.args = {x};
-  v.origin = n.op;
-  return l.add_node(std::move(v), n.name, n.shape);
+  return l.view(x, n.shape, n.name, n.op);
 }
 
 // Kept as the PyTorch call: every argument as is, {"value": null} as None.
@@ -198,7 +193,9 @@ const std::map<std::string, Lowering>& lowerings() {
       {"pointwise", lower_pointwise},   {"binary", lower_binary},
       {"reduction", lower_reduction},   {"softmax", lower_softmax},
       {"layer_norm", lower_layer_norm}, {"view", lower_view},
-      {"vendor", lower_vendor},
+      {"vendor", lower_vendor},         {"matmul", lower_matmul},
+      {"permute", lower_permute},       {"diag", lower_diag},
+      {"triangle", lower_triangle},
   };
   return kByFamily;
 }

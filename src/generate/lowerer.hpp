@@ -79,6 +79,10 @@ class Lowerer {
   int reduce(ReduceKind k, Operand x, std::vector<int> dims, bool keepdim, const std::string& name,
              const std::string& origin);
   int add_node(Node n, const std::string& name, Shape shape, std::string dtype = "float32");
+  // A reshape view of x to `shape` (same element count).
+  int view(Operand x, Shape shape, const std::string& name, const std::string& origin);
+  // The graph built so far (a lowering looks at the producers of its operands).
+  const Graph& graph() const { return g_; }
   void rename(int value, const std::string& name) { g_.values[value].name = name; }
 
  private:
@@ -97,6 +101,12 @@ using Lowering = int (*)(Lowerer&, const IrNode&);
 
 // The lowering of an op family of "ir_ops", or nullptr (the family is not lowered).
 Lowering find_lowering(const std::string& family);
+
+// Families lowered by lower_matmul.cpp: matmul, permute, diag, triangle.
+int lower_matmul(Lowerer& l, const IrNode& n);
+int lower_permute(Lowerer& l, const IrNode& n);
+int lower_diag(Lowerer& l, const IrNode& n);
+int lower_triangle(Lowerer& l, const IrNode& n);
 
 // Families lowered by lower_reduce.cpp.
 int lower_reduction(Lowerer& l, const IrNode& n);

@@ -49,8 +49,21 @@ class Planner {
   Planner(const Graph& g, const Skills& skills) : g_(g), skills_(skills) {}
 
   Planned run() {
+    mark_live();
     for (int ni = 0; ni < static_cast<int>(g_.nodes.size()); ++ni) {
       const Node& n = g_.nodes[ni];
+      if (!live_[ni]) continue;
+      if (n.kind == NodeKind::kView && n.op != "reshape") {
+        return Planned{{},
+                       fmt::format("node {}: {} ({}) is generated only as an operand of a matrix "
+                                   "product",
+                                   g_.values[n.out].name, n.op, n.origin)};
+      }
+      if (n.kind == NodeKind::kGemm) {
+        close();
+        plan_.steps.push_back(Step{StepKind::kGemm, ni, -1});
+        continue;
+      }
       if (n.kind == NodeKind::kVendor) {
         close();
         plan_.steps.push_back(Step{StepKind::kVendor, ni, -1});
@@ -72,6 +85,20 @@ class Planner {
   }
 
  private:
+  // live_[i]: node i's value reaches the graph's output.
+  void mark_live() {
+    live_.assign(g_.nodes.size(), false);
+    std::vector<bool> needed(g_.values.size(), false);
+    if (g_.output >= 0) needed[g_.output] = true;
+    for (int ni = static_cast<int>(g_.nodes.size()) - 1; ni >= 0; --ni) {
+      const Node& n = g_.nodes[ni];
+      if (!needed[n.out]) continue;
+      live_[ni] = true;
+      for (const auto& a : n.args)
+        if (a.value >= 0) needed[a.value] = true;
+    }
+  }
+
   Planned fail(int ni) {
     const Node& n = g_.nodes[ni];
     return Planned{
@@ -182,7 +209,9 @@ class Planner {
     std::vector<int> group_of(g_.values.size(), -1);
     for (int gi = 0; gi < static_cast<int>(plan_.groups.size()); ++gi)
       for (const auto& [v, c] : plan_.groups[gi].cls) group_of[v] = gi;
-    for (const auto& n : g_.nodes) {
+    for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
+      if (!live_[ni]) continue;
+      const Node& n = g_.nodes[ni];
       int gi = group_of[n.out];
       for (const auto& a : n.args)
         if (a.value >= 0 && group_of[a.value] >= 0 && group_of[a.value] != gi)
@@ -199,6 +228,7 @@ class Planner {
     for (const auto& s : plan_.steps) {
       std::string p = s.kind == StepKind::kVendor   ? "vendor"
                       : s.kind == StepKind::kKernel ? plan_.groups[s.group].pattern
+                      : s.kind == StepKind::kGemm   ? gemm_pattern(g_.nodes[s.node].gemm)
                                                     : "";
       if (p.empty() || (!parts.empty() && parts.back() == p)) continue;
       parts.push_back(p);
@@ -231,9 +261,9 @@ class Planner {
 
   std::string pattern_of(const KernelGroup& G) {
     if (!G.row) return "pointwise";
-    static const std::set<std::string> kRowOps = {"softmax", "log_softmax", "layer_norm", "sum",
-                                                  "mean",    "amax",        "amin",       "prod",
-                                                  "var",     "std",         "norm"};
+    static const std::set<std::string> kRowOps = {
+        "softmax", "log_softmax", "layer_norm", "sum",  "mean",   "amax", "amin",
+        "prod",    "var",         "std",        "norm", "matmul", "mm",   "bmm"};
     std::vector<std::string> ops;
     for (int ni : G.nodes) {
       const std::string& o = g_.nodes[ni].origin;
@@ -248,8 +278,15 @@ class Planner {
     return p;
   }
 
+  static std::string gemm_pattern(const Gemm& gm) {
+    return gm.triangle == Triangle::kLower   ? "gemm:tril"
+           : gm.triangle == Triangle::kUpper ? "gemm:triu"
+                                             : "gemm";
+  }
+
   const Graph& g_;
   const Skills& skills_;
+  std::vector<bool> live_;
   Plan plan_;
   KernelGroup cur_;
   bool open_ = false;

@@ -1,4 +1,7 @@
-// Partitioning a primitive graph into steps: vendor calls, views, and fused kernel groups.
+// Partitioning a primitive graph into steps: vendor calls, views, matrix products (one GEMM
+// kernel each), and fused kernel groups. Nodes whose value nothing reads are dropped first (a
+// product a tril/triu replaced, a transpose folded into a product); a permute or diag view that is
+// still read is reported unsupported, since only a product reads those.
 //
 // A kernel group is either pointwise (elementwise ops over one element count) or a row group: a
 // tensor viewed as [outer, R, inner] with reductions over R, values of two classes (kRow: one per
@@ -36,11 +39,11 @@ struct KernelGroup {
   bool produces(int v) const { return cls.contains(v); }
 };
 
-enum class StepKind { kVendor, kView, kKernel };
+enum class StepKind { kVendor, kView, kKernel, kGemm };
 
 struct Step {
   StepKind kind = StepKind::kKernel;
-  int node = -1;   // vendor/view
+  int node = -1;   // vendor/view/gemm
   int group = -1;  // kernel
 };
 

@@ -35,6 +35,19 @@ void describe_axis(Axis& a) {
       {"fast_math", {"use fast-math transcendentals", "compute"}},
       {"schedule", {"change the OpenMP schedule", "launch"}},
       {"tile", {"change the column tile of the row loop", "memory"}},
+      {"BLOCK_M", {"change the GEMM tile's rows", "occupancy"}},
+      {"BLOCK_N", {"change the GEMM tile's columns", "occupancy"}},
+      {"BLOCK_K", {"change the GEMM's K slice per step", "memory"}},
+      {"GROUP_M", {"change the grouped tile order (L2 reuse of B)", "memory"}},
+      {"SPLIT_K", {"split K across programs", "occupancy"}},
+      {"num_stages", {"change the software-pipelining depth", "memory"}},
+      {"BM", {"change the GEMM tile's rows", "occupancy"}},
+      {"BN", {"change the GEMM tile's columns", "occupancy"}},
+      {"BK", {"change the GEMM's K slice per step", "memory"}},
+      {"TM", {"change the rows of each thread's register tile", "compute"}},
+      {"TN", {"change the columns of each thread's register tile", "compute"}},
+      {"order", {"change the GEMM loop order", "memory"}},
+      {"unroll", {"change the K loop's unroll factor", "compute"}},
   };
   auto it = kKnown.find(a.param);
   if (it != kKnown.end()) {

@@ -54,6 +54,34 @@ json minimal(const std::string& family, const std::string& op) {
                     {{"normalized_shape", {8}}, {"eps", 1e-5}}, {4, 8});
   if (family == "view") return one_node(op, {x}, {{"shape", {32}}}, {32});
   if (family == "vendor") return one_node(op, {x}, {{"target", "m"}}, {4, 8});
+  if (family == "permute") return one_node(op, {x}, {{"dims", {1, 0}}}, {8, 4});
+  if (family == "diag") {
+    json ir = one_node(op, {x}, {{"diagonal", 0}}, {8, 8});
+    ir["inputs"][0]["shape"] = {8};
+    return ir;
+  }
+  if (family == "matmul" || family == "triangle") {
+    // x @ x.T, and its triangle.
+    json ir = one_node("permute", {x}, {{"dims", {1, 0}}}, {8, 4});
+    ir["nodes"][0]["name"] = "xt";
+    const json product = {{"name", "y"},
+                          {"op", family == "matmul" ? op : "matmul"},
+                          {"args", {x, {{"node", "xt"}}}},
+                          {"kwargs", json::object()},
+                          {"shape", {4, 4}},
+                          {"dtype", "float32"}};
+    ir["nodes"].push_back(product);
+    if (family == "triangle") {
+      ir["nodes"][1]["name"] = "p";
+      ir["nodes"].push_back({{"name", "y"},
+                             {"op", op},
+                             {"args", {{{"node", "p"}}}},
+                             {"kwargs", {{"diagonal", 0}}},
+                             {"shape", {4, 4}},
+                             {"dtype", "float32"}});
+    }
+    return ir;
+  }
   json kwargs = op == "clamp" ? json{{"min", 0.0}} : json::object();
   return one_node(op, {x}, kwargs, {4, 8});
 }

@@ -1,0 +1,218 @@
+// The builtin generator's matrix products: KernelBench level 1's GEMM problems (1-18, fixtures at
+// reduced sizes in tests/fixtures/generate/gemm_problems.tsv) lowered and rendered on every
+// backend; Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "generate/generate.hpp"
+#include "generate/graph.hpp"
+#include "generate/skills.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ok::generate::Proposal;
+
+const fs::path kRoot = OPENKERNEL_TEST_SOURCE_ROOT;
+const fs::path kSkills = kRoot / "data" / "skills";
+const std::string kReference =
+    "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n";
+
+json fixture(const std::string& name) {
+  std::ifstream in(kRoot / "tests" / "fixtures" / "generate" / (name + ".json"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+Proposal must(const json& ir, const std::string& backend, int max = 4) {
+  auto p = ok::generate::propose(ir, backend, kReference, kSkills, 0, max);
+  EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
+  return p ? *p : Proposal{};
+}
+
+// The candidate's forward: everything after `class ModelNew`.
+std::string forward_of(const std::string& source) {
+  return source.substr(source.find("class ModelNew(Model):"));
+}
+
+// The product that computes the output (a tril/triu replaces the product it reads).
+const ok::generate::Node& only_gemm(const ok::generate::Graph& g) {
+  for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)
+    if (it->kind == ok::generate::NodeKind::kGemm) return *it;
+  throw std::runtime_error("no gemm node");
+}
+
+ok::generate::Graph lowered(const std::string& name) {
+  auto skills = ok::generate::load_skills(kSkills);
+  EXPECT_TRUE(skills.has_value());
+  auto l = ok::generate::lower(fixture(name), *skills);
+  EXPECT_TRUE(l.has_value());
+  EXPECT_EQ(l->unsupported, "") << name;
+  return l->graph;
+}
+
+TEST(GenerateGemm, EveryLevel1GemmProblemIsSupportedWithoutAVendorCall) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"gemm_square", "gemm"},     {"gemm_rect", "gemm"},       {"bmm", "gemm"},
+      {"matvec", "reduce:matmul"}, {"scalar_mul", "pointwise"}, {"gemm_large_k", "gemm"},
+      {"gemm_small_k", "gemm"},    {"gemm_irregular", "gemm"},  {"gemm_tall_skinny", "gemm"},
+      {"gemm_3d", "gemm"},         {"gemm_4d_einsum", "gemm"},  {"diag_scale", "pointwise"},
+      {"gemm_symmetric", "gemm"},  {"gemm_triu", "gemm:triu"},  {"gemm_tril", "gemm:tril"},
+      {"gemm_ta", "gemm"},         {"gemm_tb", "gemm"},         {"gemm_tab", "gemm"}};
+  const std::regex vendor(R"(_ok_torch\.(matmul|mm|bmm|einsum|tril|triu)|\s@\s|F\.linear)");
+  for (const auto& [name, pattern] : cases) {
+    for (const char* backend : {"cpu", "triton", "cuda"}) {
+      Proposal p = must(fixture(name), backend);
+      ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
+      EXPECT_EQ(p.pattern, pattern) << name;
+      ASSERT_FALSE(p.candidates.empty());
+      for (const auto& c : p.candidates)
+        EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))
+            << name << " " << backend << ":\n"
+            << forward_of(c.source);
+    }
+  }
+}
+
+TEST(GenerateGemm, TransposesAndBatchesBecomeStrides) {
+  const auto ta = only_gemm(lowered("gemm_ta")).gemm;
+  EXPECT_TRUE(ta.trans_a);
+  EXPECT_FALSE(ta.trans_b);
+  EXPECT_EQ(ta.stride_am(), 1);
+  EXPECT_EQ(ta.stride_ak(), 32);
+  const auto tab = only_gemm(lowered("gemm_tab")).gemm;
+  EXPECT_TRUE(tab.trans_a && tab.trans_b);
+  EXPECT_EQ(tab.stride_bn(), 48);
+  const auto bmm = only_gemm(lowered("bmm")).gemm;
+  EXPECT_EQ(bmm.batch, 3);
+  EXPECT_TRUE(bmm.batch_a && bmm.batch_b);
+  EXPECT_EQ(bmm.batch_stride_a(), 16 * 24);
+  // (2, 16, 24) @ (24, 8): the batches of A fold into M; B is shared.
+  const auto three = only_gemm(lowered("gemm_3d")).gemm;
+  EXPECT_EQ(three.batch, 1);
+  EXPECT_EQ(three.m, 32);
+  // einsum("bijl,lk->bijk"): (2, 4, 8, 16) @ (16, 8) folds to [64 x 16] @ [16 x 8].
+  const auto four = only_gemm(lowered("gemm_4d_einsum")).gemm;
+  EXPECT_EQ(four.m, 64);
+  EXPECT_EQ(four.k, 16);
+  EXPECT_EQ(four.n, 8);
+  const std::string cpu = must(fixture("gemm_ta"), "cpu").candidates.at(0).source;
+  EXPECT_NE(cpu.find("SAM = 1, SAK = 32"), std::string::npos) << cpu;
+}
+
+TEST(GenerateGemm, TrianglesSkipTheTilesOutside) {
+  const auto tril = only_gemm(lowered("gemm_tril")).gemm;
+  EXPECT_EQ(tril.triangle, ok::generate::Triangle::kLower);
+  const std::string cpu = must(fixture("gemm_tril"), "cpu").candidates.at(0).source;
+  EXPECT_NE(cpu.find("if (j0 - (i0 + im - 1) > 0) {"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("(j0 + j - (i0 + i) <= 0) ? acc[i][j] : 0.0f"), std::string::npos);
+  const std::string tr = must(fixture("gemm_triu"), "triton").candidates.at(0).source;
+  EXPECT_NE(tr.find("k_tiles = tl.where(pid_n * BLOCK_N + BLOCK_N - 1 - (pid_m * BLOCK_M) < 0"),
+            std::string::npos)
+      << tr;
+  const std::string cu = must(fixture("gemm_tril"), "cuda").candidates.at(0).source;
+  EXPECT_NE(cu.find("return;"), std::string::npos);
+}
+
+TEST(GenerateGemm, StructuredProductsBecomeScalesAndReductions) {
+  // diag(d) @ B: a row scale; A @ diag(d): a column scale; no product kernel.
+  const json in = {{{"name", "d"}, {"index", 0}, {"shape", {8}}, {"dtype", "float32"}},
+                   {{"name", "B"}, {"index", 1}, {"shape", {8, 5}}, {"dtype", "float32"}}};
+  json ir = {{"traceable", true},
+             {"inputs", in},
+             {"attrs", json::array()},
+             {"nodes",
+              {{{"name", "diag"},
+                {"op", "diag"},
+                {"args", {{{"input", "d"}}}},
+                {"kwargs", {{"diagonal", 0}}},
+                {"shape", {8, 8}},
+                {"dtype", "float32"}},
+               {{"name", "mm"},
+                {"op", "matmul"},
+                {"args", {{{"node", "diag"}}, {{"input", "B"}}}},
+                {"kwargs", json::object()},
+                {"shape", {8, 5}},
+                {"dtype", "float32"}}}},
+             {"outputs", {{{"node", "mm"}}}}};
+  Proposal p = must(ir, "cpu");
+  ASSERT_TRUE(p.supported) << p.reason;
+  EXPECT_EQ(p.pattern, "pointwise");
+  // A diag read by anything but a product is named.
+  ir["nodes"][1]["op"] = "relu";
+  ir["nodes"][1]["args"] = {{{"node", "diag"}}};
+  ir["nodes"][1]["shape"] = {8, 8};
+  Proposal q = must(ir, "cpu");
+  EXPECT_FALSE(q.supported);
+  EXPECT_NE(q.reason.find("only as an operand of a matrix product"), std::string::npos) << q.reason;
+  // Matrix-vector: a multiply fused into a row sum.
+  const std::string mv = must(fixture("matvec"), "cpu").candidates.at(0).source;
+  EXPECT_NE(mv.find("reduction(+:"), std::string::npos) << mv;
+}
+
+TEST(GenerateGemm, ScalarArgumentsAreConstantsOfTheSignature) {
+  const std::string src = must(fixture("scalar_mul"), "cpu").candidates.at(0).source;
+  EXPECT_NE(src.find("def forward(self, A, s):"), std::string::npos) << src;
+  EXPECT_NE(src.find("if s != 3.14:"), std::string::npos);
+  EXPECT_NE(src.find("3.14"), std::string::npos);
+}
+
+TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
+  for (const char* backend : {"cpu", "triton", "cuda"}) {
+    Proposal p = must(fixture("gemm_square"), backend, 0);
+    EXPECT_GE(p.candidates.size(), 20u) << backend;
+    std::set<std::string> distinct;
+    for (const auto& c : p.candidates) distinct.insert(c.params.dump());
+    EXPECT_EQ(distinct.size(), p.candidates.size()) << backend;
+  }
+  // Large K over few tiles: split-K comes first on Triton.
+  Proposal k = must(fixture("gemm_large_k"), "triton");
+  EXPECT_GT(k.candidates.at(0).params["triton-gemm"]["SPLIT_K"].get<int>(), 1);
+  EXPECT_NE(k.candidates.at(0).source.find("_ok_torch.zeros("), std::string::npos);
+  EXPECT_NE(k.candidates.at(0).source.find("tl.atomic_add"), std::string::npos);
+}
+
+int run(const std::string& command) {
+  int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(GenerateGemm, TritonSourcesParseAsPython) {
+  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const fs::path dir = fs::temp_directory_path() / ("ok_gemm_ast_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* name : {"gemm_tril", "gemm_large_k", "gemm_tab", "bmm"}) {
+    const fs::path file = dir / (std::string(name) + ".py");
+    std::ofstream(file) << must(fixture(name), "triton", 1).candidates.at(0).source;
+    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
+                  file.string()),
+              0)
+        << name;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(GenerateGemm, CudaSourcesCompileWithNvcc) {
+  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
+  const std::string src = must(fixture("gemm_tril"), "cuda", 1).candidates.at(0).source;
+  const std::string open = "_OK_SOURCE = r\"\"\"\n";
+  const size_t begin = src.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = src.find("\"\"\"", begin + open.size());
+  const fs::path dir = fs::temp_directory_path() / ("ok_gemm_nvcc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "k.cu") << src.substr(begin + open.size(), end - begin - open.size());
+  EXPECT_EQ(run("nvcc -c -arch=sm_90 -o " + (dir / "k.o").string() + " " + (dir / "k.cu").string()),
+            0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
