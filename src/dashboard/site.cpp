@@ -10,7 +10,11 @@ namespace fs = std::filesystem;
 
 const std::vector<VendorFile>& vendor_files() {
   static const std::vector<VendorFile> files = {
-      {"/vendor/plotly.min.js", "plotly.js-dist-min/plotly.min.js"},
+      // V8's explicit compile hint: every function of the file is compiled while it streams in,
+      // on a background thread, not lazily on the page's main thread as each is first called
+      // (docs/dashboard.md, "Render time").
+      {"/vendor/plotly.min.js", "plotly.js-dist-min/plotly.min.js",
+       "//# allFunctionsCalledOnLoad\n"},
       {"/vendor/highlight.min.js", "@highlightjs/cdn-assets/es/highlight.min.js"},
       {"/vendor/highlight-github.min.css", "@highlightjs/cdn-assets/styles/github.min.css"},
   };
@@ -21,8 +25,37 @@ std::string etag_of(const std::string& body) {
   return fmt::format("\"{:016x}-{}\"", std::hash<std::string>{}(body), body.size());
 }
 
+namespace {
+
+bool is_page(const std::string& url) {
+  return url == "/" || url.ends_with(".html");
+}
+
+// Every quoted "URL" of a file in `html` replaced by "PREFIX/URL".
+void version_links(std::string& html, const std::map<std::string, SiteFile, std::less<>>& files,
+                   const std::string& prefix) {
+  for (const auto& [url, _] : files) {
+    if (is_page(url)) continue;
+    std::string from = "\"" + url + "\"", to = "\"" + prefix + url + "\"";
+    for (size_t at = html.find(from); at != std::string::npos; at = html.find(from, at + to.size()))
+      html.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
 Site::Site(const std::map<std::string, SiteFile>& files) : files_(files.begin(), files.end()) {
-  for (auto& [_, f] : files_) f.etag = etag_of(f.body);
+  std::string tags;
+  for (auto& [url, f] : files_) {
+    f.etag = etag_of(f.body);
+    if (!is_page(url)) tags += url + f.etag;
+  }
+  prefix_ = fmt::format("/static/{:016x}", std::hash<std::string>{}(tags));
+  for (auto& [url, f] : files_) {
+    if (!is_page(url)) continue;
+    version_links(f.body, files_, prefix_);
+    f.etag = etag_of(f.body);
+  }
 }
 
 std::string content_type_for(const fs::path& name) {
@@ -66,13 +99,22 @@ util::Result<Site> Site::load(const fs::path& web_root, const fs::path& node_mod
                         fmt::format("the dashboard's npm packages are missing ({} cannot be read): "
                                     "run scripts/setup.sh, which installs them with npm ci",
                                     p.string()));
-    files[v.url] = {content_type_for(p), std::move(*body), ""};
+    files[v.url] = {content_type_for(p), v.head + *body, ""};
   }
   files["/"] = files["/index.html"];
   return Site(std::move(files));
 }
 
+bool Site::immutable(std::string_view url_path) const {
+  return url_path.size() > prefix_.size() + 1 && url_path.starts_with(prefix_) &&
+         url_path[prefix_.size()] == '/';
+}
+
 const SiteFile* Site::find(std::string_view url_path) const {
+  if (immutable(url_path)) {
+    url_path.remove_prefix(prefix_.size());
+    if (is_page(std::string(url_path))) return nullptr;  // the page itself is never versioned
+  }
   auto it = files_.find(url_path);
   return it == files_.end() ? nullptr : &it->second;
 }
