@@ -99,7 +99,9 @@ async function main() {
       const plotly = performance.getEntriesByType("resource").find((e) => e.name.includes("plotly"));
       return { first_render_ms: round(d.firstRenderMs), module_start_ms: round(d.moduleStartMs),
                data_ms: round(d.dataMs), text_panels_ms: round(d.textPanelsMs),
-               plotly_ms: round(d.plotlyMs), panels_ms: d.renderMs, errors: d.errors,
+               plotly_ms: round(d.plotlyMs), plots_ms: round(d.plotsMs),
+               landscape_start_ms: round(d.landscapeStartMs), drawn_ms: round(d.drawnMs),
+               panels_ms: d.renderMs, errors: d.errors,
                plotly_bytes_transferred: plotly ? plotly.transferSize : null,
                ready: [...document.querySelectorAll(".panel[data-state]")]
                  .filter((p) => p.dataset.state === "ready").length };
@@ -149,7 +151,9 @@ async function main() {
         `${runs.map((r) => r.loadavg_1m.toFixed(1)).join(", ")})`,
       `    medians: module runs ${med(runs, (r) => r.module_start_ms)} ms, data here ` +
         `${med(runs, (r) => r.data_ms)}, text panels drawn ${med(runs, (r) => r.text_panels_ms)}, ` +
-        `Plotly has run ${med(runs, (r) => r.plotly_ms)}, every panel drawn ${s.median_ms}; ` +
+        `Plotly has run ${med(runs, (r) => r.plotly_ms)}, 2D plots drawn ${med(runs, (r) => r.plots_ms)}, ` +
+        `their frame painted ${med(runs, (r) => r.landscape_start_ms)}, landscape drawn ` +
+        `${med(runs, (r) => r.drawn_ms)}, its frame painted (complete) ${s.median_ms}; ` +
         `plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`,
       `    panels drawn (ms, medians): ` +
         Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),

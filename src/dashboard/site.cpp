@@ -10,11 +10,7 @@ namespace fs = std::filesystem;
 
 const std::vector<VendorFile>& vendor_files() {
   static const std::vector<VendorFile> files = {
-      // V8's explicit compile hint: every function of the file is compiled while it streams in,
-      // on a background thread, not lazily on the page's main thread as each is first called
-      // (docs/dashboard.md, "Render time").
-      {"/vendor/plotly.min.js", "plotly.js-dist-min/plotly.min.js",
-       "//# allFunctionsCalledOnLoad\n"},
+      {"/vendor/plotly.min.js", "plotly.js-dist-min/plotly.min.js"},
       {"/vendor/highlight.min.js", "@highlightjs/cdn-assets/es/highlight.min.js"},
       {"/vendor/highlight-github.min.css", "@highlightjs/cdn-assets/styles/github.min.css"},
   };
@@ -99,7 +95,7 @@ util::Result<Site> Site::load(const fs::path& web_root, const fs::path& node_mod
                         fmt::format("the dashboard's npm packages are missing ({} cannot be read): "
                                     "run scripts/setup.sh, which installs them with npm ci",
                                     p.string()));
-    files[v.url] = {content_type_for(p), v.head + *body, ""};
+    files[v.url] = {content_type_for(p), std::move(*body), ""};
   }
   files["/"] = files["/index.html"];
   return Site(std::move(files));

@@ -33,12 +33,10 @@ struct SiteFile {
 // The ETag of a body.
 std::string etag_of(const std::string& body);
 
-// One npm file the page loads: served at `url` from node_modules/`package_path`, after `head`
-// (a line the server puts before the package's bytes, which stay as they are).
+// One npm file the page loads: served at `url` from node_modules/`package_path`.
 struct VendorFile {
   std::string url;
   std::string package_path;
-  std::string head = {};
 };
 
 // The npm files the page loads (index.html names the same URLs).

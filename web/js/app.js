@@ -30,11 +30,16 @@ const state = {
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
 // Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
-// here), textPanelsMs (the text panels drawn), plotlyMs (Plotly has run), firstRenderMs (every
-// panel drawn); renderMs: each panel's drawing time.
+// here), textPanelsMs (the text panels drawn), plotlyMs (Plotly has run), plotsMs (the Plotly
+// panels but the landscape drawn), landscapeStartMs (after their frame was painted), drawnMs
+// (the landscape drawn), firstRenderMs (the frame with every panel painted); renderMs: each
+// panel's drawing time.
 const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
                       moduleStartMs: performance.now(), dataMs: null, textPanelsMs: null,
-                      plotlyMs: null, renderMs: {} };
+                      plotlyMs: null, plotsMs: null, landscapeStartMs: null, drawnMs: null,
+                      renderMs: {} };
+// Keeps the first time of a mark.
+const mark = (name) => { if (okDashboard[name] === null) okDashboard[name] = performance.now(); };
 window.okDashboard = okDashboard;
 
 const $ = (id) => document.getElementById(id);
@@ -76,7 +81,9 @@ function renderText() {
 }
 
 // Resolves after a frame has been painted: what was drawn before shows while the next task runs.
+// A hidden tab paints no frame: there it resolves in the next task, so the live loop goes on.
 function nextPaint() {
+  if (document.hidden) return new Promise((resolve) => setTimeout(resolve, 0));
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
 
@@ -84,13 +91,16 @@ function nextPaint() {
 // paint. Resolves when every one is drawn.
 async function drawPlots() {
   await plotlyLoaded;
-  if (okDashboard.plotlyMs === null) okDashboard.plotlyMs = performance.now();
+  mark("plotlyMs");
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
   timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
   timed("roofline", () => renderRoofline(panel("roofline"), state));
   renderAcross();
+  mark("plotsMs");
   await nextPaint();
+  mark("landscapeStartMs");
   timed("landscape", () => renderLandscape(panel("landscape"), state));
+  mark("drawnMs");
 }
 
 function renderAcross() {
@@ -165,13 +175,13 @@ async function refreshSession(fetched = fetchSession(state.id)) {
   state.strategies = strategies;
   // The detail's newest event was read before its attempts: polling from it misses none.
   state.lastEvent = Math.max(state.lastEvent, detail.last_event_id || 0);
-  if (okDashboard.dataMs === null) okDashboard.dataMs = performance.now();
+  mark("dataMs");
   noteSeen();
   renderSummary();
   fillDiffPickers();
   const diff = loadDiff();  // the sources load while the panels draw
   renderText();
-  if (okDashboard.textPanelsMs === null) okDashboard.textPanelsMs = performance.now();
+  mark("textPanelsMs");
   await Promise.all([drawPlots(), diff]);
 }
 
