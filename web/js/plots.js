@@ -37,8 +37,8 @@ export function layout(extra = {}) {
   };
 }
 
-// Draws (or redraws in place) a plot into the panel's body.
-export function plot(panel, traces, lay) {
+// Draws (or redraws in place) a plot into the panel's body; `config` adds to CONFIG.
+export function plot(panel, traces, lay, config = {}) {
   const body = panel.querySelector(".body");
   let div = body.querySelector(".plot");
   if (!div) {
@@ -47,7 +47,7 @@ export function plot(panel, traces, lay) {
     div.className = "plot";
     body.appendChild(div);
   }
-  plotly().react(div, traces, lay, CONFIG);
+  plotly().react(div, traces, lay, { ...CONFIG, ...config });
   return div;
 }
 
