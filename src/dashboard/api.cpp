@@ -97,7 +97,9 @@ Response static_file(const Site& site, const Request& r) {
   if (!f) return error_response(404, fmt::format("no such page: {:.200}", r.path));
   Response res;
   res.headers["ETag"] = f->etag;
-  res.headers["Cache-Control"] = "no-cache";
+  // A versioned path names these bytes for good; a plain one is revalidated on every use.
+  res.headers["Cache-Control"] =
+      site.immutable(r.path) ? "public, max-age=31536000, immutable" : "no-cache";
   if (!f->etag.empty() && r.if_none_match == f->etag) {
     res.status = 304;
     return res;

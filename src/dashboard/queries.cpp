@@ -200,6 +200,11 @@ util::Result<json> Queries::sessions() {
 }
 
 util::Result<std::optional<json>> Queries::session(const std::string& id) {
+  // The newest event first: every attempt it announces is in the rows read after it, so a page
+  // that polls events above it misses none (another process may write in between).
+  auto last_event = query(store_, "SELECT COALESCE(MAX(id), 0) FROM events WHERE session = ?1",
+                          {json(id)}, [](const Statement& r) { return r.col_int(0); });
+  if (!last_event) return std::unexpected(last_event.error());
   auto rows =
       query(store_, std::string(kSessionColumns) + " WHERE s.id = ?1", {json(id)}, session_json);
   if (!rows) return std::unexpected(rows.error());
@@ -208,8 +213,10 @@ util::Result<std::optional<json>> Queries::session(const std::string& id) {
   if (!attempts) return std::unexpected(attempts.error());
   json a = std::move(*attempts);
   json device = device_of(a);
-  return std::optional<json>(
-      json{{"session", rows->front()}, {"device", device}, {"attempts", std::move(a)}});
+  return std::optional<json>(json{{"session", rows->front()},
+                                  {"device", device},
+                                  {"attempts", std::move(a)},
+                                  {"last_event_id", last_event->front()}});
 }
 
 util::Result<std::optional<json>> Queries::attempt_source(const std::string& id, int number) {

@@ -21,8 +21,37 @@ std::string etag_of(const std::string& body) {
   return fmt::format("\"{:016x}-{}\"", std::hash<std::string>{}(body), body.size());
 }
 
+namespace {
+
+bool is_page(const std::string& url) {
+  return url == "/" || url.ends_with(".html");
+}
+
+// Every quoted "URL" of a file in `html` replaced by "PREFIX/URL".
+void version_links(std::string& html, const std::map<std::string, SiteFile, std::less<>>& files,
+                   const std::string& prefix) {
+  for (const auto& [url, _] : files) {
+    if (is_page(url)) continue;
+    std::string from = "\"" + url + "\"", to = "\"" + prefix + url + "\"";
+    for (size_t at = html.find(from); at != std::string::npos; at = html.find(from, at + to.size()))
+      html.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
 Site::Site(const std::map<std::string, SiteFile>& files) : files_(files.begin(), files.end()) {
-  for (auto& [_, f] : files_) f.etag = etag_of(f.body);
+  std::string tags;
+  for (auto& [url, f] : files_) {
+    f.etag = etag_of(f.body);
+    if (!is_page(url)) tags += url + f.etag;
+  }
+  prefix_ = fmt::format("/static/{:016x}", std::hash<std::string>{}(tags));
+  for (auto& [url, f] : files_) {
+    if (!is_page(url)) continue;
+    version_links(f.body, files_, prefix_);
+    f.etag = etag_of(f.body);
+  }
 }
 
 std::string content_type_for(const fs::path& name) {
@@ -72,7 +101,16 @@ util::Result<Site> Site::load(const fs::path& web_root, const fs::path& node_mod
   return Site(std::move(files));
 }
 
+bool Site::immutable(std::string_view url_path) const {
+  return url_path.size() > prefix_.size() + 1 && url_path.starts_with(prefix_) &&
+         url_path[prefix_.size()] == '/';
+}
+
 const SiteFile* Site::find(std::string_view url_path) const {
+  if (immutable(url_path)) {
+    url_path.remove_prefix(prefix_.size());
+    if (is_page(std::string(url_path))) return nullptr;  // the page itself is never versioned
+  }
   auto it = files_.find(url_path);
   return it == files_.end() ? nullptr : &it->second;
 }

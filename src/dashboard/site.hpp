@@ -5,6 +5,12 @@
 // fetched from the network: the npm packages come from node_modules, installed by
 // scripts/setup.sh (`npm ci`, pinned by package-lock.json).
 //
+// Every file is also served under a versioned path, /static/VERSION/PATH, where VERSION is a hash
+// of all the files but the page itself: index.html names its files by those paths, so a browser
+// may keep them for good (Cache-Control immutable: no request on a reload, and V8 reuses its
+// compiled code of plotly.min.js), and a dashboard serving other files names other paths. The
+// plain paths stay, revalidated by ETag.
+//
 // Immutable after load(); safe to read from any thread.
 #pragma once
 
@@ -46,12 +52,17 @@ class Site {
   // A site of the given files (load(), tests); their ETags are set here.
   explicit Site(const std::map<std::string, SiteFile>& files);
 
-  // The file served at `url_path`, or nullptr.
+  // The file served at `url_path` (a plain or a versioned path), or nullptr.
   const SiteFile* find(std::string_view url_path) const;
+  // True for a versioned path of this site's files (/static/VERSION/...), which never changes.
+  bool immutable(std::string_view url_path) const;
+  // "/static/VERSION": the prefix of the versioned paths.
+  const std::string& prefix() const { return prefix_; }
   size_t size() const { return files_.size(); }
 
  private:
   std::map<std::string, SiteFile, std::less<>> files_;
+  std::string prefix_;
 };
 
 // The Content-Type for a file name (by extension; application/octet-stream when unknown).

@@ -2,9 +2,8 @@
 // cost efficiency (speedup against spend, with the frontier) and strategy statistics (per
 // strategy and problem class: win rate, correctness, geomean, cost, frontier).
 import { escapeHtml, fmtPercent, fmtSpeedup, fmtUsd, paretoFrontier, strategyRows } from "./model.js";
-import { layout, plot, rendered } from "./plots.js";
+import { layout, plot, plotly, rendered } from "./plots.js";
 
-const Plotly = globalThis.Plotly;
 // One colour per session, the same in both convergence plots.
 const PALETTE = ["#0969da", "#bc4c00", "#1a7f37", "#8250df", "#cf222e", "#9a6700", "#1b7c83",
                  "#6e7781", "#bf3989", "#0550ae"];
@@ -90,7 +89,7 @@ export function renderStrategies(panel, state) {
              marker: { size: rs.map((r) => 8 + 2 * Math.min(r.problems, 10)),
                        symbol: rs.map((r) => (r.frontier ? "star" : "circle")) } };
   });
-  Plotly.react(plotDiv, traces, layout({
+  plotly().react(plotDiv, traces, layout({
     height: 240, xaxis: { title: { text: "correctness rate" }, range: [-0.05, 1.05] },
     yaxis: { title: { text: "geomean speedup" }, type: "log" },
   }), { displaylogo: false, responsive: true });

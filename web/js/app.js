@@ -1,11 +1,19 @@
 // The dashboard page: the session picker, the state every panel reads, and the live loop (the
 // session's events polled every half second; a new event refetches the session, its intent tree
 // and the figures across sessions). window.okDashboard exposes what the browser tests and the
-// bench read: when the first complete render ended, and when each attempt first appeared.
+// bench read: when the first complete render ended, how long each panel took, and when each
+// attempt first appeared.
+//
+// The first render is ordered for speed (docs/dashboard.md, "Render time"): every request of the
+// chosen session goes out at once when this module starts, without waiting for Plotly, which
+// loads async; the text panels (summary, table, tree, diff) are drawn as soon as the data is
+// here; the Plotly panels once Plotly has run; the 3D landscape (WebGL, the costliest) last, in
+// its own task, after the others have been painted.
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
 import { renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
+import { plotly, plotlyLoaded } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
 } from "./session_panels.js";
@@ -21,8 +29,17 @@ const state = {
   diff: { a: null, b: null },
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
+// Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
+// here), textPanelsMs (the text panels drawn), plotlyMs (Plotly has run), plotsMs (the Plotly
+// panels but the landscape drawn), landscapeStartMs (after their frame was painted), drawnMs
+// (the landscape drawn), firstRenderMs (the frame with every panel painted); renderMs: each
+// panel's drawing time.
 const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
-                      moduleStartMs: performance.now(), renderMs: {} };
+                      moduleStartMs: performance.now(), dataMs: null, textPanelsMs: null,
+                      plotlyMs: null, plotsMs: null, landscapeStartMs: null, drawnMs: null,
+                      renderMs: {} };
+// Keeps the first time of a mark.
+const mark = (name) => { if (okDashboard[name] === null) okDashboard[name] = performance.now(); };
 window.okDashboard = okDashboard;
 
 const $ = (id) => document.getElementById(id);
@@ -44,9 +61,10 @@ function select(number) {
 }
 
 function renderSelectionDependents() {
+  timed("table", () => renderTable(panel("table"), state, select));
+  if (!plotly()) return;  // drawn by drawPlots once Plotly has run
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
   timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
-  timed("table", () => renderTable(panel("table"), state, select));
 }
 
 // Runs one panel's render and keeps how long it took (okDashboard.renderMs, for the bench).
@@ -56,14 +74,37 @@ function timed(name, render) {
   okDashboard.renderMs[name] = Math.round(performance.now() - t0);
 }
 
-function renderSession() {
-  renderSelectionDependents();
-  timed("roofline", () => renderRoofline(panel("roofline"), state));
-  timed("landscape", () => renderLandscape(panel("landscape"), state));
+// The panels without Plotly: drawn at once.
+function renderText() {
+  timed("table", () => renderTable(panel("table"), state, select));
   timed("tree", () => renderTree(panel("tree"), state, select));
 }
 
+// Resolves after a frame has been painted: what was drawn before shows while the next task runs.
+// A hidden tab paints no frame: there it resolves in the next task, so the live loop goes on.
+function nextPaint() {
+  if (document.hidden) return new Promise((resolve) => setTimeout(resolve, 0));
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
+
+// The Plotly panels, with the state as it is when Plotly is there; the landscape last, after a
+// paint. Resolves when every one is drawn.
+async function drawPlots() {
+  await plotlyLoaded;
+  mark("plotlyMs");
+  timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
+  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
+  timed("roofline", () => renderRoofline(panel("roofline"), state));
+  renderAcross();
+  mark("plotsMs");
+  await nextPaint();
+  mark("landscapeStartMs");
+  timed("landscape", () => renderLandscape(panel("landscape"), state));
+  mark("drawnMs");
+}
+
 function renderAcross() {
+  if (!plotly()) return;  // drawn by drawPlots once Plotly has run
   timed("convergence", () => renderConvergence(panel("convergence"), state));
   timed("cost", () => renderCost(panel("cost"), state));
   timed("strategies", () => renderStrategies(panel("strategies"), state));
@@ -118,23 +159,30 @@ function noteSeen() {
   }
 }
 
-async function refreshSession() {
-  const id = encodeURIComponent(state.id);
-  const [detail, intents, aggregates, strategies] = await Promise.all([
-    getJSON(`/api/sessions/${id}`), getJSON(`/api/sessions/${id}/intents`),
-    getJSON("/api/aggregates"), getJSON("/api/strategies"),
-  ]);
+// Everything the session's panels read, requested at once.
+function fetchSession(id) {
+  const path = `/api/sessions/${encodeURIComponent(id)}`;
+  return Promise.all([getJSON(path), getJSON(`${path}/intents`), getJSON("/api/aggregates"),
+                      getJSON("/api/strategies")]);
+}
+
+// Takes a session's data (fetchSession's, or fetched now) and redraws every panel.
+async function refreshSession(fetched = fetchSession(state.id)) {
+  const [detail, intents, aggregates, strategies] = await fetched;
   state.detail = detail;
   state.tree = intents.tree;
   state.aggregates = aggregates;
   state.strategies = strategies;
+  // The detail's newest event was read before its attempts: polling from it misses none.
+  state.lastEvent = Math.max(state.lastEvent, detail.last_event_id || 0);
+  mark("dataMs");
   noteSeen();
   renderSummary();
   fillDiffPickers();
-  const diff = loadDiff();  // the sources load while the plots draw
-  renderSession();
-  renderAcross();
-  await diff;
+  const diff = loadDiff();  // the sources load while the panels draw
+  renderText();
+  mark("textPanelsMs");
+  await Promise.all([drawPlots(), diff]);
 }
 
 // Re-reads the session list; true when a session was added or changed since the last read.
@@ -160,7 +208,8 @@ async function refreshAcross() {
   renderAcross();
 }
 
-async function openSession(id) {
+// Shows session `id`; `fetched`: its data when already requested (fetchSession).
+async function openSession(id, fetched = fetchSession(id)) {
   state.id = id;
   state.detail = null; state.tree = null; state.selected = null; state.lastEvent = 0;
   state.diff = { a: null, b: null };
@@ -169,11 +218,8 @@ async function openSession(id) {
   const params = new URLSearchParams(location.search);
   params.set("session", id);
   history.replaceState(null, "", `?${params}`);
-  // Events first: the page then polls from the newest one it has seen.
-  const ev = await getJSON(`/api/sessions/${encodeURIComponent(id)}/events?after=0&limit=1000`);
-  state.lastEvent = ev.last_id;
-  await drainEvents();
-  await refreshSession();
+  // The page then polls the events above the detail's last_event_id.
+  await refreshSession(fetched);
 }
 
 async function drainEvents() {
@@ -218,24 +264,31 @@ function bindControls() {
   document.querySelectorAll("nav button[data-page]").forEach((b) => b.addEventListener("click", async () => {
     document.querySelectorAll("nav button").forEach((o) => o.classList.toggle("active", o === b));
     document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== `page-${b.dataset.page}`; });
-    if (b.dataset.page === "charts") renderCharts(panel("charts"), await getJSON("/api/charts"));
+    if (b.dataset.page !== "charts") return;
+    const [data] = await Promise.all([getJSON("/api/charts"), plotlyLoaded]);
+    renderCharts(panel("charts"), data);
   }));
 }
 
 async function main() {
   bindControls();
-  await refreshSessions();
+  // The session the address names is requested with the list, not after it; if the list has no
+  // such session its answer is dropped (one 404) and the newest session is shown.
   const wanted = new URLSearchParams(location.search).get("session");
-  const id = state.sessions.some((s) => s.id === wanted) ? wanted
-    : state.sessions.length ? state.sessions[0].id : null;
+  const early = wanted ? fetchSession(wanted) : null;
+  if (early) early.catch(() => {});  // awaited below only when the session exists
+  await refreshSessions();
+  const known = state.sessions.some((s) => s.id === wanted);
+  const id = known ? wanted : state.sessions.length ? state.sessions[0].id : null;
   if (id) {
-    await openSession(id);
+    await openSession(id, known ? early : undefined);
   } else {
     $("session-summary").textContent = "no session in this store yet: run `openkernel optimize`";
-    renderSession();
-    renderAcross();
+    renderText();
     renderDiff(panel("diff"), state, sources);
+    await drawPlots();
   }
+  await nextPaint();  // complete means on screen: the frame with the last panel painted
   okDashboard.firstRenderMs = performance.now();
   document.body.dataset.ready = "1";
   setTimeout(poll, POLL_MS);

@@ -1,9 +1,8 @@
 // The Charts page: every chart of GET /api/charts drawn with Plotly, with its notes.
 import { chartSpec } from "./chart_spec.js";
 import { escapeHtml } from "./model.js";
-import { CONFIG, layout, rendered } from "./plots.js";
+import { CONFIG, layout, plotly, rendered } from "./plots.js";
 
-const Plotly = globalThis.Plotly;
 
 export function renderCharts(panel, data) {
   const charts = (data && data.charts) || [];
@@ -19,7 +18,7 @@ export function renderCharts(panel, data) {
     const div = document.createElement("div");
     box.appendChild(div);
     if (spec) {
-      Plotly.react(div, spec.traces, layout({ ...spec.layout, height: 360,
+      plotly().react(div, spec.traces, layout({ ...spec.layout, height: 360,
                                                margin: { l: 64, r: 16, t: 40, b: 90 } }), CONFIG);
     } else {
       div.textContent = `${chart.title}: a chart of kind ${chart.kind} this page cannot draw`;

@@ -1,6 +1,8 @@
 // The session's text panels: the experiment table (sortable, filterable), the code diff of two
 // chosen attempts (highlight.js) and the strategy tree (the world model's intents).
-import hljs from "/vendor/highlight.min.js";
+// Relative, so that a page loaded from the versioned paths (/static/VERSION/...) imports the
+// same versioned file index.html preloads.
+import hljs from "../vendor/highlight.min.js";
 import {
   codeSegments, escapeHtml, filterRows, fmtPercent, fmtSpeedup, fmtUs, fmtUsd, intentForest,
   lineDiff, sortRows, splitHighlightedLines, statusCounts,

@@ -1,7 +1,20 @@
 // Plotly helpers every panel shares: one layout style, one config, and marking a panel rendered
-// (its data-state, which the browser tests and the bench read).
+// (its data-state, which the browser tests and the bench read). Plotly itself is a classic
+// script that index.html loads async (#plotly-script): the page fetches its data and draws its
+// text panels while Plotly downloads and evaluates; plotly() is null until then, and
+// plotlyLoaded settles when it has run.
 
-const Plotly = globalThis.Plotly;
+export function plotly() {
+  return globalThis.Plotly || null;
+}
+
+export const plotlyLoaded = new Promise((resolve, reject) => {
+  if (plotly()) return resolve(plotly());
+  const script = document.getElementById("plotly-script");
+  if (!script) return reject(new Error("the page has no #plotly-script"));
+  script.addEventListener("load", () => resolve(plotly()));
+  script.addEventListener("error", () => reject(new Error(`${script.src} could not be loaded`)));
+});
 
 export const CONFIG = {
   displaylogo: false,
@@ -24,8 +37,8 @@ export function layout(extra = {}) {
   };
 }
 
-// Draws (or redraws in place) a plot into the panel's body.
-export function plot(panel, traces, lay) {
+// Draws (or redraws in place) a plot into the panel's body; `config` adds to CONFIG.
+export function plot(panel, traces, lay, config = {}) {
   const body = panel.querySelector(".body");
   let div = body.querySelector(".plot");
   if (!div) {
@@ -34,7 +47,7 @@ export function plot(panel, traces, lay) {
     div.className = "plot";
     body.appendChild(div);
   }
-  Plotly.react(div, traces, lay, CONFIG);
+  plotly().react(div, traces, lay, { ...CONFIG, ...config });
   return div;
 }
 

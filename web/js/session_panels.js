@@ -137,10 +137,13 @@ export function renderLandscape(panel, state) {
               colorscale: "Viridis", showscale: true,
               colorbar: { title: { text: "speedup" }, thickness: 10 } },
   };
+  // WebGL at the screen's pixel density (Plotly's default is 2 whatever the screen: four times
+  // the pixels to render on a density-1 screen, the costliest part of the first render where
+  // WebGL runs on the CPU; docs/dashboard.md, "Render time").
   plot(panel, [trace], layout({
     margin: { l: 0, r: 0, t: 0, b: 0 }, height: 340,
     scene: { xaxis: axisLayout(axes[0]), yaxis: axisLayout(axes[1]), zaxis: axisLayout(axes[2]),
              camera: { eye: { x: 1.7, y: 1.7, z: 1.1 } } },
-  }));
+  }), { plotGlPixelRatio: Math.min(4, Math.max(1, window.devicePixelRatio || 1)) });
   rendered(panel, "ready");
 }

@@ -137,6 +137,13 @@ TEST_F(DashboardTest, EventsAfterAnId) {
   EXPECT_EQ(none["last_id"], 999999);
 }
 
+TEST_F(DashboardTest, ASessionNamesItsNewestEventSoThePagePollsFromThere) {
+  json all = get_json("/api/sessions/s1/events");
+  EXPECT_EQ(get_json("/api/sessions/s1")["last_event_id"], all["last_id"]);
+  EXPECT_GT(all["last_id"].get<int64_t>(), 0);
+  EXPECT_EQ(get_json("/api/sessions/empty")["last_event_id"], 0);  // no event yet
+}
+
 TEST_F(DashboardTest, UnknownSessionsAnswer404WithAMessage) {
   for (const char* path : {"/api/sessions/nope", "/api/sessions/nope/intents",
                            "/api/sessions/nope/events", "/api/sessions/nope/attempts/1/source"}) {
@@ -208,6 +215,38 @@ TEST_F(DashboardTest, StaticFilesComeOnlyFromTheSitesList) {
     EXPECT_EQ(r.status, 404) << path;
     EXPECT_EQ(r.body.find("SQLite"), std::string::npos) << path;
   }
+}
+
+TEST_F(DashboardTest, VersionedPathsAreImmutableAndThePageNamesThem) {
+  ok::dashboard::Site site({{"/index.html",
+                             {"text/html; charset=utf-8",
+                              "<script src=\"/js/app.js\"></script>"
+                              "<link href=\"/style.css\"> \"/js/app.jsx\""}},
+                            {"/js/app.js", {"text/javascript; charset=utf-8", "// app"}},
+                            {"/style.css", {"text/css; charset=utf-8", "body {}"}}});
+  const std::string& v = site.prefix();
+  ASSERT_TRUE(v.starts_with("/static/")) << v;
+  // Every quoted path of a file is rewritten; other text stays.
+  EXPECT_EQ(site.find("/index.html")->body, "<script src=\"" + v + "/js/app.js\"></script>" +
+                                                "<link href=\"" + v +
+                                                "/style.css\"> \"/js/app.jsx\"");
+  Api api(*store_, site);
+  Response plain = api.handle(Request{"GET", "/js/app.js", {}});
+  EXPECT_EQ(plain.headers["Cache-Control"], "no-cache");
+  Response versioned = api.handle(Request{"GET", v + "/js/app.js", {}});
+  EXPECT_EQ(versioned.status, 200);
+  EXPECT_EQ(versioned.body, "// app");
+  EXPECT_EQ(versioned.headers["Cache-Control"], "public, max-age=31536000, immutable");
+  EXPECT_EQ(versioned.headers["ETag"], plain.headers["ETag"]);
+  EXPECT_EQ(api.handle(Request{"GET", v + "/index.html", {}}).status, 404);  // never the page
+  EXPECT_EQ(api.handle(Request{"GET", v + "/", {}}).status, 404);
+  EXPECT_EQ(api.handle(Request{"GET", v + "/../js/app.js", {}}).status, 404);
+  EXPECT_EQ(api.handle(Request{"GET", "/static/0000000000000000/js/app.js", {}}).status, 404);
+  // Other bytes, another version: a browser never keeps a stale file under a versioned path.
+  ok::dashboard::Site changed({{"/index.html", {"text/html; charset=utf-8", ""}},
+                               {"/js/app.js", {"text/javascript; charset=utf-8", "// app 2"}},
+                               {"/style.css", {"text/css; charset=utf-8", "body {}"}}});
+  EXPECT_NE(changed.prefix(), v);
 }
 
 TEST_F(DashboardTest, SiteLoadReadsTheWebFolderAndRefusesAMissingPackage) {
