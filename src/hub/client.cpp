@@ -80,7 +80,9 @@ util::Result<RepoId> parse_repo(std::string_view name, RepoType type) {
   return RepoId{type, std::string(name)};
 }
 
-std::string type_word(RepoType type) { return type == RepoType::kModel ? "model" : "dataset"; }
+std::string type_word(RepoType type) {
+  return type == RepoType::kModel ? "model" : "dataset";
+}
 
 std::string Client::api_url(const RepoId& repo, std::string_view action,
                             const std::string& rev) const {
@@ -93,12 +95,11 @@ std::string Client::repo_url(const RepoId& repo) const {
                      repo.type == RepoType::kDataset ? "datasets/" : "", repo.name);
 }
 
-util::Error Client::http_error(const HttpResponse& res, std::string_view what,
-                               int attempts) const {
+util::Error Client::http_error(const HttpResponse& res, std::string_view what, int attempts) const {
   const std::string said = server_message(res);
   if (!res.transport_ok)
-    return {ErrorKind::kNetwork, fmt::format("{} failed after {} attempts: {} ({})", what,
-                                             attempts, res.transport_message, settings_.endpoint)};
+    return {ErrorKind::kNetwork, fmt::format("{} failed after {} attempts: {} ({})", what, attempts,
+                                             res.transport_message, settings_.endpoint)};
   switch (res.status) {
     case 401:
       return {ErrorKind::kAuth,
@@ -113,7 +114,8 @@ util::Error Client::http_error(const HttpResponse& res, std::string_view what,
       return {ErrorKind::kAuth,
               fmt::format("{}: forbidden (403{}); the token from {} lacks the right: it needs "
                           "write access to the repository's namespace",
-                          what, said, settings_.token_source.empty() ? "nowhere" : settings_.token_source)};
+                          what, said,
+                          settings_.token_source.empty() ? "nowhere" : settings_.token_source)};
     case 404:
       return {ErrorKind::kNetwork,
               fmt::format("{}: not found (404{}); check the repository name and --revision (a "
@@ -128,14 +130,14 @@ util::Error Client::http_error(const HttpResponse& res, std::string_view what,
       break;
   }
   if (res.status >= 500)
-    return {ErrorKind::kServer, fmt::format("{}: the Hub kept failing (HTTP {}) after {} attempts{}",
-                                            what, res.status, attempts, said)};
+    return {ErrorKind::kServer,
+            fmt::format("{}: the Hub kept failing (HTTP {}) after {} attempts{}", what, res.status,
+                        attempts, said)};
   return {ErrorKind::kProtocol, fmt::format("{}: unexpected HTTP {}{}", what, res.status, said)};
 }
 
 util::Result<HttpResponse> Client::call(const std::function<HttpRequest()>& make,
-                                        std::string_view what, bool authenticated,
-                                        long also_ok) {
+                                        std::string_view what, bool authenticated, long also_ok) {
   for (int attempt = 0;; ++attempt) {
     HttpRequest req = make();
     if (authenticated && !settings_.token.empty())
@@ -145,7 +147,8 @@ util::Result<HttpResponse> Client::call(const std::function<HttpRequest()>& make
       return util::fail(ErrorKind::kCancelled, fmt::format("{}: interrupted", what));
     if (res.transport_ok && ((res.status >= 200 && res.status < 400) || res.status == also_ok))
       return res;
-    if (!retryable(res) || attempt >= settings_.retries) return std::unexpected(http_error(res, what, attempt + 1));
+    if (!retryable(res) || attempt >= settings_.retries)
+      return std::unexpected(http_error(res, what, attempt + 1));
     if (!backoff(res, attempt))
       return util::fail(ErrorKind::kCancelled, fmt::format("{}: interrupted", what));
   }
@@ -159,8 +162,10 @@ util::Result<void> Client::create_repo(const RepoId& repo, bool is_private) {
                      {"private", is_private}};
   auto res = call(
       [&] {
-        return HttpRequest{"POST", settings_.endpoint + "/api/repos/create",
-                           {"Content-Type: application/json"}, body.dump()};
+        return HttpRequest{"POST",
+                           settings_.endpoint + "/api/repos/create",
+                           {"Content-Type: application/json"},
+                           body.dump()};
       },
       fmt::format("creating the {} repository {}", type_word(repo.type), repo.name), true, 409);
   if (!res) return std::unexpected(res.error());
@@ -169,8 +174,11 @@ util::Result<void> Client::create_repo(const RepoId& repo, bool is_private) {
 
 util::Result<void> Client::create_branch(const RepoId& repo, const std::string& branch) {
   const std::string url = api_url(repo, "branch", branch);
-  auto res = call([&] { return HttpRequest{"POST", url, {"Content-Type: application/json"}, "{}"}; },
-                  fmt::format("creating branch {} of {}", branch, repo.name), true, 409);
+  auto res = call(
+      [&] {
+        return HttpRequest{"POST", url, {"Content-Type: application/json"}, "{}"};
+      },
+      fmt::format("creating branch {} of {}", branch, repo.name), true, 409);
   if (!res) return std::unexpected(res.error());
   return {};
 }
@@ -187,17 +195,21 @@ util::Result<void> Client::preupload(const RepoId& repo, const std::string& rev,
         in.read(sample.data(), 512);
         sample.resize(static_cast<size_t>(in.gcount()));
       }
-      list.push_back({{"path", files[i].path}, {"size", files[i].size},
-                      {"sample", base64_encode(sample)}});
+      list.push_back(
+          {{"path", files[i].path}, {"size", files[i].size}, {"sample", base64_encode(sample)}});
     }
     const std::string body = json{{"files", list}}.dump();
     const std::string url = api_url(repo, "preupload", rev);
-    auto res = call([&] { return HttpRequest{"POST", url, {"Content-Type: application/json"}, body}; },
-                    fmt::format("preupload to {}", repo.name));
+    auto res = call(
+        [&] {
+          return HttpRequest{"POST", url, {"Content-Type: application/json"}, body};
+        },
+        fmt::format("preupload to {}", repo.name));
     if (!res) return std::unexpected(res.error());
     const auto answer = json::parse(res->body, nullptr, false);
     if (!answer.is_object() || !answer.contains("files") || !answer["files"].is_array())
-      return util::fail(ErrorKind::kProtocol, "the Hub's preupload answer is not {\"files\": [...]}");
+      return util::fail(ErrorKind::kProtocol,
+                        "the Hub's preupload answer is not {\"files\": [...]}");
     for (const auto& f : answer["files"]) {
       const auto path = f.value("path", std::string());
       for (auto& file : files)
@@ -212,12 +224,14 @@ util::Result<void> Client::preupload(const RepoId& repo, const std::string& rev,
 util::Result<CommitInfo> Client::commit(const RepoId& repo, const std::string& rev,
                                         const std::string& summary,
                                         const std::vector<CommitFile>& files) {
-  std::string body = json{{"key", "header"}, {"value", {{"summary", summary}, {"description", ""}}}}.dump();
+  std::string body =
+      json{{"key", "header"}, {"value", {{"summary", summary}, {"description", ""}}}}.dump();
   for (const auto& f : files) {
     json line;
     if (f.lfs) {
-      line = {{"key", "lfsFile"},
-              {"value", {{"path", f.path}, {"algo", "sha256"}, {"oid", f.sha256}, {"size", f.size}}}};
+      line = {
+          {"key", "lfsFile"},
+          {"value", {{"path", f.path}, {"algo", "sha256"}, {"oid", f.sha256}, {"size", f.size}}}};
     } else {
       std::string content = f.content;
       if (!f.source.empty()) {
@@ -226,24 +240,32 @@ util::Result<CommitInfo> Client::commit(const RepoId& repo, const std::string& r
         content = std::move(*text);
       }
       line = {{"key", "file"},
-              {"value", {{"path", f.path}, {"encoding", "base64"}, {"content", base64_encode(content)}}}};
+              {"value",
+               {{"path", f.path}, {"encoding", "base64"}, {"content", base64_encode(content)}}}};
     }
     body += "\n" + line.dump();
   }
   const std::string url = api_url(repo, "commit", rev);
-  auto res = call([&] { return HttpRequest{"POST", url, {"Content-Type: application/x-ndjson"}, body}; },
-                  fmt::format("committing {} files to {}", files.size(), repo.name));
+  auto res = call(
+      [&] {
+        return HttpRequest{"POST", url, {"Content-Type: application/x-ndjson"}, body};
+      },
+      fmt::format("committing {} files to {}", files.size(), repo.name));
   if (!res) return std::unexpected(res.error());
   const auto answer = json::parse(res->body, nullptr, false);
   if (!answer.is_object() || !answer.contains("commitOid"))
     return util::fail(ErrorKind::kProtocol, "the Hub's commit answer has no commitOid");
-  return CommitInfo{answer.value("commitOid", std::string()), answer.value("commitUrl", std::string())};
+  return CommitInfo{answer.value("commitOid", std::string()),
+                    answer.value("commitUrl", std::string())};
 }
 
 util::Result<std::string> Client::revision_sha(const RepoId& repo, const std::string& rev) {
   const std::string url = api_url(repo, "revision", rev);
-  auto res = call([&] { return HttpRequest{"GET", url}; },
-                  fmt::format("looking up revision {} of {}", rev, repo.name));
+  auto res = call(
+      [&] {
+        return HttpRequest{"GET", url};
+      },
+      fmt::format("looking up revision {} of {}", rev, repo.name));
   if (!res) return std::unexpected(res.error());
   const auto answer = json::parse(res->body, nullptr, false);
   if (!answer.is_object() || !answer.contains("sha") || !answer["sha"].is_string())
@@ -253,15 +275,20 @@ util::Result<std::string> Client::revision_sha(const RepoId& repo, const std::st
 
 util::Result<std::vector<TreeEntry>> Client::list_tree(const RepoId& repo, const std::string& rev,
                                                        const std::string& path) {
-  std::string url = api_url(repo, "tree", rev) + (path.empty() ? "" : "/" + url_encode(path, true)) +
+  std::string url = api_url(repo, "tree", rev) +
+                    (path.empty() ? "" : "/" + url_encode(path, true)) +
                     "?recursive=true&expand=false";
   std::vector<TreeEntry> out;
   while (!url.empty()) {
-    auto res = call([&] { return HttpRequest{"GET", url, {"Accept: application/json"}}; },
-                    fmt::format("listing {}{} at {}", repo.name, path.empty() ? "" : "/" + path, rev));
+    auto res = call(
+        [&] {
+          return HttpRequest{"GET", url, {"Accept: application/json"}};
+        },
+        fmt::format("listing {}{} at {}", repo.name, path.empty() ? "" : "/" + path, rev));
     if (!res) return std::unexpected(res.error());
     const auto items = json::parse(res->body, nullptr, false);
-    if (!items.is_array()) return util::fail(ErrorKind::kProtocol, "the Hub's tree answer is not a list");
+    if (!items.is_array())
+      return util::fail(ErrorKind::kProtocol, "the Hub's tree answer is not a list");
     for (const auto& item : items) {
       if (!item.is_object() || item.value("type", std::string()) != "file") continue;
       TreeEntry e{item.value("path", std::string()), item.value("oid", std::string()),

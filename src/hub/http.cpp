@@ -114,8 +114,7 @@ HttpResponse http_send(const HttpRequest& request) {
     curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(ec ? 0 : size));
   } else if (request.method == "POST" || request.method == "PUT") {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   }
   if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (request.method != "GET" && request.method != "HEAD" && request.method != "POST")
@@ -145,7 +144,7 @@ HttpResponse http_send(const HttpRequest& request) {
   if (rc != CURLE_OK || sink.write_failed) {
     res.transport_ok = false;
     res.cancelled = rc == CURLE_ABORTED_BY_CALLBACK;
-    res.transport_message = sink.write_failed ? "cannot write " + request.download_to.string()
+    res.transport_message = sink.write_failed   ? "cannot write " + request.download_to.string()
                             : errbuf[0] != '\0' ? std::string(errbuf)
                                                 : curl_easy_strerror(rc);
   }
@@ -156,7 +155,8 @@ std::string url_encode(std::string_view text, bool keep_slash) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
       out += static_cast<char>(c);
     } else {
       out += '%';

@@ -47,7 +47,9 @@ util::Result<std::string> digest_file(const std::filesystem::path& path, Digest&
   return d.hex();
 }
 
-std::string blob_header(uint64_t size) { return fmt::format("blob {}", size) + '\0'; }
+std::string blob_header(uint64_t size) {
+  return fmt::format("blob {}", size) + '\0';
+}
 
 constexpr std::string_view kAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -82,8 +84,8 @@ util::Result<std::string> git_blob_sha1_file(const std::filesystem::path& path) 
 }
 
 std::string lfs_pointer(std::string_view sha256, uint64_t size) {
-  return fmt::format("version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
-                     sha256, size);
+  return fmt::format("version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n", sha256,
+                     size);
 }
 
 std::string base64_encode(std::string_view data) {
@@ -91,7 +93,8 @@ std::string base64_encode(std::string_view data) {
   out.reserve((data.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < data.size(); i += 3) {
-    const uint32_t v = (uint8_t(data[i]) << 16) | (uint8_t(data[i + 1]) << 8) | uint8_t(data[i + 2]);
+    const uint32_t v =
+        (uint8_t(data[i]) << 16) | (uint8_t(data[i + 1]) << 8) | uint8_t(data[i + 2]);
     for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
   }
   if (i < data.size()) {

@@ -51,12 +51,16 @@ util::Result<int> Client::upload_lfs(const RepoId& repo, const std::string& rev,
     json objects = json::array();
     for (size_t i = start; i < std::min(lfs.size(), start + 100); ++i)
       objects.push_back({{"oid", lfs[i]->sha256}, {"size", lfs[i]->size}});
-    const std::string body = json{{"operation", "upload"}, {"transfers", {"basic"}},
-                                  {"hash_algo", "sha_256"}, {"ref", {{"name", rev}}},
-                                  {"objects", objects}}.dump();
+    const std::string body = json{
+        {"operation", "upload"},
+        {"transfers", {"basic"}},
+        {"hash_algo", "sha_256"},
+        {"ref", {{"name", rev}}},
+        {"objects", objects}}.dump();
     auto res = call(
         [&] {
-          return HttpRequest{"POST", batch_url,
+          return HttpRequest{"POST",
+                             batch_url,
                              {"Accept: application/vnd.git-lfs+json",
                               "Content-Type: application/vnd.git-lfs+json"},
                              body};
@@ -69,11 +73,14 @@ util::Result<int> Client::upload_lfs(const RepoId& repo, const std::string& rev,
     for (const auto& obj : answer["objects"]) {
       const std::string oid = obj.value("oid", std::string());
       auto it = std::find_if(lfs.begin(), lfs.end(), [&](auto* f) { return f->sha256 == oid; });
-      if (it == lfs.end()) return util::fail(ErrorKind::kProtocol, "the LFS batch answered an object not asked for");
+      if (it == lfs.end())
+        return util::fail(ErrorKind::kProtocol, "the LFS batch answered an object not asked for");
       if (obj.contains("error"))
-        return util::fail(ErrorKind::kProtocol, fmt::format("the Hub refused the LFS object of {}: {}",
-                                                            (*it)->path, obj["error"].dump()));
-      if (!obj.contains("actions") || !obj["actions"].contains("upload")) continue;  // already there
+        return util::fail(ErrorKind::kProtocol,
+                          fmt::format("the Hub refused the LFS object of {}: {}", (*it)->path,
+                                      obj["error"].dump()));
+      if (!obj.contains("actions") || !obj["actions"].contains("upload"))
+        continue;  // already there
       const auto& actions = obj["actions"];
       const CommitFile& f = **it;
       auto put = call(
@@ -91,7 +98,10 @@ util::Result<int> Client::upload_lfs(const RepoId& repo, const std::string& rev,
         headers.push_back("Content-Type: application/vnd.git-lfs+json");
         const std::string check = json{{"oid", f.sha256}, {"size", f.size}}.dump();
         auto ok = call(
-            [&] { return HttpRequest{"POST", actions["verify"].value("href", std::string()), headers, check}; },
+            [&] {
+              return HttpRequest{"POST", actions["verify"].value("href", std::string()), headers,
+                                 check};
+            },
             fmt::format("verifying the LFS upload of {}", f.path), false);
         if (!ok) return std::unexpected(ok.error());
       }
@@ -106,8 +116,8 @@ util::Result<std::string> Client::download(const RepoId& repo, const std::string
   std::error_code ec;
   fs::create_directories(dest.parent_path(), ec);
   const fs::path part = dest.string() + ".incomplete";
-  const std::string url =
-      fmt::format("{}/resolve/{}/{}", repo_url(repo), url_encode(rev, false), url_encode(entry.path, true));
+  const std::string url = fmt::format("{}/resolve/{}/{}", repo_url(repo), url_encode(rev, false),
+                                      url_encode(entry.path, true));
   auto have = [&] {
     std::error_code e;
     const auto n = fs::file_size(part, e);
@@ -137,13 +147,16 @@ util::Result<std::string> Client::download(const RepoId& repo, const std::string
   const std::string& want = entry.lfs_sha256 ? *entry.lfs_sha256 : entry.oid;
   if (*sum != want) {
     fs::remove(part, ec);
-    return util::fail(ErrorKind::kProtocol,
-                      fmt::format("{}: the downloaded content does not match its checksum ({} {}, "
-                                  "got {}); the partial file was removed, run again",
-                                  entry.path, entry.lfs_sha256 ? "sha256" : "git sha1", want, *sum));
+    return util::fail(
+        ErrorKind::kProtocol,
+        fmt::format("{}: the downloaded content does not match its checksum ({} {}, "
+                    "got {}); the partial file was removed, run again",
+                    entry.path, entry.lfs_sha256 ? "sha256" : "git sha1", want, *sum));
   }
   fs::rename(part, dest, ec);
-  if (ec) return util::fail(ErrorKind::kBadInput, fmt::format("cannot write {}: {}", dest.string(), ec.message()));
+  if (ec)
+    return util::fail(ErrorKind::kBadInput,
+                      fmt::format("cannot write {}: {}", dest.string(), ec.message()));
   return commit;
 }
 

@@ -6,11 +6,13 @@
 // Prints "port N" on stdout once listening. A token other than T or R is refused with 401; R may
 // read but not write (403). POST /_test/fail {"status", "count", "match"} makes the next `count`
 // requests whose path contains `match` fail with `status` (Retry-After: 0); GET /_test/log lists
-// the requests served ("METHOD path"). LFS upload and download hrefs carry a signature instead of
-// the token, as the Hub's presigned storage URLs do.
-#include <httplib.h>
+// the requests served ("METHOD path", and the Range header's value when there is one). LFS upload
+// and download hrefs carry a signature instead of the token, as the Hub's presigned storage URLs
+// do.
+#include "hub_server.hpp"
 
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include <fstream>
 #include <iostream>
@@ -19,15 +21,20 @@
 #include <random>
 
 #include "hub/oid.hpp"
-#include "hub_server.hpp"
 
 namespace ok::hubtest {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
+namespace {
+// The request this thread serves: httplib answers each request on one thread.
+thread_local httplib::Request* current_request = nullptr;
+}  // namespace
+
 void reply_error(httplib::Response& res, int status, const std::string& message,
                  const std::string& code) {
+  if (current_request) current_request->ranges.clear();  // an error body is sent whole
   res.status = status;
   if (!code.empty()) res.set_header("X-Error-Code", code);
   res.set_content(json{{"error", message}}.dump(), "application/json");
@@ -48,8 +55,9 @@ bool may_write(const State& s, const httplib::Request& req, httplib::Response& r
   if (r == Role::kRead)
     reply_error(res, 403, "You don't have the rights to write to this repository");
   else
-    reply_error(res, 401, r == Role::kNone ? "Authorization header is missing"
-                                           : "Invalid credentials in Authorization header");
+    reply_error(res, 401,
+                r == Role::kNone ? "Authorization header is missing"
+                                 : "Invalid credentials in Authorization header");
   return false;
 }
 
@@ -68,9 +76,13 @@ std::optional<Repo> readable(State& s, const httplib::Request& req, httplib::Res
   return repo;
 }
 
-std::string base_url(const httplib::Request& req) { return "http://" + req.get_header_value("Host"); }
+std::string base_url(const httplib::Request& req) {
+  return "http://" + req.get_header_value("Host");
+}
 
-std::string sign(const State& s, const std::string& what) { return ok::hub::sha256_hex(s.secret + what); }
+std::string sign(const State& s, const std::string& what) {
+  return ok::hub::sha256_hex(s.secret + what);
+}
 
 void serve_file(httplib::Response& res, const fs::path& path) {
   const auto size = fs::file_size(path);
@@ -88,9 +100,14 @@ void serve_file(httplib::Response& res, const fs::path& path) {
 
 void add_test_routes(httplib::Server& http, State& s) {
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    // Replies go uncompressed: Debian's cpp-httplib would Brotli-compress JSON bodies, and the
+    // loopback gains nothing from it. The request is httplib's own object, not ours to share.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+    current_request = &const_cast<httplib::Request&>(req);
     std::lock_guard lock(s.mutex);
     if (req.path.starts_with("/_test/")) return httplib::Server::HandlerResponse::Unhandled;
-    s.log.push_back(req.method + " " + req.path);
+    const std::string range = req.get_header_value("Range");
+    s.log.push_back(req.method + " " + req.path + (range.empty() ? "" : " " + range));
     for (auto& f : s.failures)
       if (f.count > 0 && req.path.find(f.match) != std::string::npos) {
         --f.count;
@@ -103,7 +120,8 @@ void add_test_routes(httplib::Server& http, State& s) {
   http.Post("/_test/fail", [&s](const httplib::Request& req, httplib::Response& res) {
     const auto body = json::parse(req.body);
     std::lock_guard lock(s.mutex);
-    s.failures.push_back({body.value("status", 500), body.value("count", 1), body.value("match", "")});
+    s.failures.push_back(
+        {body.value("status", 500), body.value("count", 1), body.value("match", "")});
     res.set_content("{}", "application/json");
   });
   http.Get("/_test/log", [&s](const httplib::Request&, httplib::Response& res) {
@@ -119,17 +137,22 @@ int main(int argc, char** argv) {
   int port = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--root") root = value;
-    else if (flag == "--write-token") write_token = value;
-    else if (flag == "--read-token") read_token = value;
-    else if (flag == "--port") port = std::stoi(value);
+    if (flag == "--root")
+      root = value;
+    else if (flag == "--write-token")
+      write_token = value;
+    else if (flag == "--read-token")
+      read_token = value;
+    else if (flag == "--port")
+      port = std::stoi(value);
   }
   if (root.empty() || write_token.empty()) {
     std::cerr << "usage: hub_test_server --root DIR --write-token T [--read-token R] [--port N]\n";
     return 2;
   }
   std::random_device rd;
-  ok::hubtest::State s{ok::hubtest::RepoStore(root), write_token, read_token, fmt::format("{:x}{:x}{:x}", rd(), rd(), rd())};
+  ok::hubtest::State s{ok::hubtest::RepoStore(root), write_token, read_token,
+                       fmt::format("{:x}{:x}{:x}", rd(), rd(), rd())};
   httplib::Server http;
   ok::hubtest::add_test_routes(http, s);
   ok::hubtest::add_repo_routes(http, s);

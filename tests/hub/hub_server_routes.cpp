@@ -35,7 +35,8 @@ std::string lfs_href(const Req& req, const State& s, const std::string& kind,
 }
 
 bool signed_ok(const State& s, const Req& req, const std::string& kind, Res& res) {
-  const std::string what = req.matches[1].str() + "/" + req.matches[2].str() + "/" + req.matches[3].str();
+  const std::string what =
+      req.matches[1].str() + "/" + req.matches[2].str() + "/" + req.matches[3].str();
   if (req.get_param_value("sig") == sign(s, kind + ":" + what)) return true;
   reply_error(res, 403, "bad signature");
   return false;
@@ -91,13 +92,16 @@ void commit(State& s, const Req& req, Res& res) {
       if (parent.is_string() && parent.get<std::string>() != *head)
         return reply_error(res, 412, "parentCommit is not the head of " + branch);
     }
-    if (auto bad = apply_line(s, *repo, line, tree); !bad.empty()) return reply_error(res, 400, bad);
+    if (auto bad = apply_line(s, *repo, line, tree); !bad.empty())
+      return reply_error(res, 400, bad);
   }
   const std::string id = s.store.commit(*repo, branch, tree, summary);
-  res.set_content(json{{"success", true}, {"commitOid", id},
-                       {"commitUrl", fmt::format("{}/{}/commit/{}", base_url(req), req.matches[2].str(), id)}}
-                      .dump(),
-                  "application/json");
+  res.set_content(
+      json{{"success", true},
+           {"commitOid", id},
+           {"commitUrl", fmt::format("{}/{}/commit/{}", base_url(req), req.matches[2].str(), id)}}
+          .dump(),
+      "application/json");
 }
 
 void preupload(State& s, const Req& req, Res& res) {
@@ -110,8 +114,10 @@ void preupload(State& s, const Req& req, Res& res) {
   json files = json::array();
   for (const auto& f : body["files"]) {
     const auto sample = hub::base64_decode(f.value("sample", "")).value_or("");
-    const bool lfs = f.value("size", uint64_t{0}) > kLfsAbove || sample.find('\0') != std::string::npos;
-    files.push_back({{"path", f.value("path", "")}, {"uploadMode", lfs ? "lfs" : "regular"},
+    const bool lfs =
+        f.value("size", uint64_t{0}) > kLfsAbove || sample.find('\0') != std::string::npos;
+    files.push_back({{"path", f.value("path", "")},
+                     {"uploadMode", lfs ? "lfs" : "regular"},
                      {"shouldIgnore", false}});
   }
   res.set_content(json{{"files", files}}.dump(), "application/json");
@@ -125,16 +131,20 @@ void add_repo_routes(httplib::Server& http, State& s) {
     if (!may_write(s, req, res)) return;
     const auto body = json::parse(req.body, nullptr, false);
     const std::string type = body.is_object() ? body.value("type", "model") : "";
-    if (type != "model" && type != "dataset") return reply_error(res, 400, "type must be model or dataset");
+    if (type != "model" && type != "dataset")
+      return reply_error(res, 400, "type must be model or dataset");
     const std::string name = body.value("organization", "") + "/" + body.value("name", "");
-    const bool is_private = body.value("private", false) || body.value("visibility", "") == "private";
+    const bool is_private =
+        body.value("private", false) || body.value("visibility", "") == "private";
     const std::string url = base_url(req) + (type == "dataset" ? "/datasets/" : "/") + name;
     if (!s.store.create(type, name, is_private))
       return reply_error(res, 409, "You already created this " + type + " repo");
     res.set_content(json{{"url", url}, {"name", name}, {"id", name}}.dump(), "application/json");
   });
-  http.Post("^/api/" + kRepo + "/preupload/([^/]+)$", [&s](const Req& req, Res& res) { preupload(s, req, res); });
-  http.Post("^/api/" + kRepo + "/commit/([^/]+)$", [&s](const Req& req, Res& res) { commit(s, req, res); });
+  http.Post("^/api/" + kRepo + "/preupload/([^/]+)$",
+            [&s](const Req& req, Res& res) { preupload(s, req, res); });
+  http.Post("^/api/" + kRepo + "/commit/([^/]+)$",
+            [&s](const Req& req, Res& res) { commit(s, req, res); });
   http.Post("^/api/" + kRepo + "/branch/([^/]+)$", [&s](const Req& req, Res& res) {
     std::lock_guard lock(s.mutex);
     if (!may_write(s, req, res)) return;
@@ -147,7 +157,8 @@ void add_repo_routes(httplib::Server& http, State& s) {
 }
 
 void add_lfs_routes(httplib::Server& http, State& s) {
-  http.Post(R"(^/(datasets/)?([^/]+/[^/]+)\.git/info/lfs/objects/batch$)", [&s](const Req& req, Res& res) {
+  http.Post(R"(^/(datasets/)?([^/]+/[^/]+)\.git/info/lfs/objects/batch$)", [&s](const Req& req,
+                                                                                Res& res) {
     std::lock_guard lock(s.mutex);
     if (!may_write(s, req, res)) return;
     const std::string type = req.matches[1].length() ? "dataset" : "model";
@@ -165,22 +176,30 @@ void add_lfs_routes(httplib::Server& http, State& s) {
       if (oid.size() != 64) {
         out["error"] = {{"code", 422}, {"message", "oid is not a sha256"}};
       } else if (fs::file_size(s.store.lfs_path(*repo, oid), ec) != size || ec) {
-        out["actions"] = {{"upload", {{"href", lfs_href(req, s, "up", type, req.matches[2], oid)}, {"header", json::object()}}},
-                          {"verify", {{"href", lfs_href(req, s, "verify", type, req.matches[2], oid)}, {"header", json::object()}}}};
+        out["actions"] = {{"upload",
+                           {{"href", lfs_href(req, s, "up", type, req.matches[2], oid)},
+                            {"header", json::object()}}},
+                          {"verify",
+                           {{"href", lfs_href(req, s, "verify", type, req.matches[2], oid)},
+                            {"header", json::object()}}}};
       }
       objects.push_back(out);
     }
-    res.set_content(json{{"transfer", "basic"}, {"objects", objects}}.dump(), "application/vnd.git-lfs+json");
+    res.set_content(json{{"transfer", "basic"}, {"objects", objects}}.dump(),
+                    "application/vnd.git-lfs+json");
   });
   const std::string object = "^/_lfs/(model|dataset)/([^/]+/[^/]+)/([0-9a-f]{64})";
   http.Put(object + "$", [&s](const Req& req, Res& res, const httplib::ContentReader& read) {
     if (!signed_ok(s, req, "up", res)) return;
     const fs::path dir = s.store.dir(req.matches[1], req.matches[2]) / "lfs";
     fs::create_directories(dir);
-    const fs::path tmp = dir / (req.matches[3].str() + ".upload." + sign(s, std::to_string(std::rand())));
+    const fs::path tmp =
+        dir / (req.matches[3].str() + ".upload." + sign(s, std::to_string(std::rand())));
     {
       std::ofstream out(tmp, std::ios::binary);
-      read([&](const char* data, size_t n) { return static_cast<bool>(out.write(data, static_cast<std::streamsize>(n))); });
+      read([&](const char* data, size_t n) {
+        return static_cast<bool>(out.write(data, static_cast<std::streamsize>(n)));
+      });
     }
     if (hub::sha256_file(tmp).value_or("") != req.matches[3].str()) {
       fs::remove(tmp);
@@ -194,7 +213,8 @@ void add_lfs_routes(httplib::Server& http, State& s) {
     if (!signed_ok(s, req, "verify", res)) return;
     const auto body = json::parse(req.body, nullptr, false);
     std::error_code ec;
-    const auto size = fs::file_size(s.store.dir(req.matches[1], req.matches[2]) / "lfs" / req.matches[3].str(), ec);
+    const auto size = fs::file_size(
+        s.store.dir(req.matches[1], req.matches[2]) / "lfs" / req.matches[3].str(), ec);
     if (ec || !body.is_object() || body.value("size", uint64_t{0}) != size)
       return reply_error(res, 404, "object not found");
     res.set_content("{}", "application/vnd.git-lfs+json");
@@ -227,11 +247,14 @@ json tree_listing(const ok::hubtest::Tree& tree, const std::string& prefix, bool
     }
     json entry = {{"type", "file"}, {"oid", e.oid}, {"size", e.size}, {"path", path}};
     if (!e.lfs.empty())
-      entry["lfs"] = {{"oid", e.lfs}, {"size", e.size}, {"pointerSize", hub::lfs_pointer(e.lfs, e.size).size()}};
+      entry["lfs"] = {{"oid", e.lfs},
+                      {"size", e.size},
+                      {"pointerSize", hub::lfs_pointer(e.lfs, e.size).size()}};
     out.push_back(entry);
   }
   for (const auto& d : dirs)
-    out.push_back({{"type", "directory"}, {"oid", hub::git_blob_sha1(d)}, {"size", 0}, {"path", d}});
+    out.push_back(
+        {{"type", "directory"}, {"oid", hub::git_blob_sha1(d)}, {"size", 0}, {"path", d}});
   return out;
 }
 
@@ -269,8 +292,10 @@ void add_read_routes(httplib::Server& http, State& s) {
     if (!id) return;
     std::string prefix = req.matches[4].length() ? req.matches[4].str().substr(1) : "";
     while (prefix.ends_with('/')) prefix.pop_back();
-    const json listing = tree_listing(s.store.tree(*repo, *id), prefix, req.get_param_value("recursive") == "true");
-    if (listing.empty() && !prefix.empty()) return reply_error(res, 404, "Entry not found", "EntryNotFound");
+    const json listing =
+        tree_listing(s.store.tree(*repo, *id), prefix, req.get_param_value("recursive") == "true");
+    if (listing.empty() && !prefix.empty())
+      return reply_error(res, 404, "Entry not found", "EntryNotFound");
     res.set_content(listing.dump(), "application/json");
   });
   http.Get("^/api/" + kRepo + "/revision/([^/]+)$", [&s](const Req& req, Res& res) {
@@ -280,12 +305,17 @@ void add_read_routes(httplib::Server& http, State& s) {
     auto id = revision(s, *repo, req.matches[3], res);
     if (!id) return;
     json siblings = json::array();
-    for (const auto& [path, e] : s.store.tree(*repo, *id)) siblings.push_back({{"rfilename", path}});
-    res.set_content(json{{"id", req.matches[2].str()}, {"sha", *id}, {"private", repo->is_private},
-                         {"siblings", siblings}}.dump(),
+    for (const auto& [path, e] : s.store.tree(*repo, *id))
+      siblings.push_back({{"rfilename", path}});
+    res.set_content(json{{"id", req.matches[2].str()},
+                         {"sha", *id},
+                         {"private", repo->is_private},
+                         {"siblings", siblings}}
+                        .dump(),
                     "application/json");
   });
-  http.Get(R"(^/(datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$)", [&s](const Req& req, Res& res) { resolve(s, req, res); });
+  http.Get(R"(^/(datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$)",
+           [&s](const Req& req, Res& res) { resolve(s, req, res); });
 }
 
 }  // namespace ok::hubtest

@@ -40,7 +40,8 @@ std::optional<Repo> RepoStore::find(const std::string& type, const std::string& 
 }
 
 void RepoStore::save(const Repo& repo) const {
-  spill(repo.dir / "repo.json", json{{"private", repo.is_private}, {"branches", repo.branches}}.dump());
+  spill(repo.dir / "repo.json",
+        json{{"private", repo.is_private}, {"branches", repo.branches}}.dump());
 }
 
 bool RepoStore::create(const std::string& type, const std::string& name, bool is_private) {
@@ -93,8 +94,11 @@ std::string RepoStore::commit(Repo& repo, const std::string& branch, const Tree&
     files[path] = json{{"oid", e.oid}, {"size", e.size}, {"lfs", e.lfs}};
   const std::string parent =
       repo.branches.contains(branch) ? repo.branches[branch].get<std::string>() : "";
-  const json record = {{"parent", parent}, {"summary", summary}, {"files", files},
-                       {"branch", branch}, {"n", repo.branches.size()}};
+  const json record = {{"parent", parent},
+                       {"summary", summary},
+                       {"files", files},
+                       {"branch", branch},
+                       {"n", repo.branches.size()}};
   const std::string text = record.dump();
   const std::string id = hub::git_blob_sha1(text + parent);
   spill(repo.dir / "commits" / (id + ".json"), text);

@@ -1,0 +1,97 @@
+// Shared set-up of the hub tests: the loopback Hub (hub_test_server) on a free port, the
+// openkernel binary run with a sentinel token, temporary folders, and the official client's
+// connection options. Skips, saying why, without the built binaries or node_modules.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const BIN = process.env.OPENKERNEL_BIN_DIR || join(ROOT, "build/release/bin");
+// Never a real token: the no-token-on-disk test greps every file for it.
+export const TOKEN = "hf_SENTINELtoken0123456789abcdefXYZ";
+export const READ_TOKEN = "hf_SENTINELreadonly0123456789abc";
+
+export function missing() {
+  for (const b of ["openkernel", "hub_test_server"])
+    if (!existsSync(join(BIN, b))) return `no ${b} in ${BIN} (build it first)`;
+  if (!existsSync(join(ROOT, "node_modules/@huggingface/hub")))
+    return "no node_modules/@huggingface/hub (scripts/setup.sh runs npm ci)";
+  return null;
+}
+
+// Starts the server; resolves to {url, root, stop(), fail(status, count, match), log()}.
+export async function startHub() {
+  const root = mkdtempSync(join(tmpdir(), "ok-hub-root-"));
+  const p = spawn(join(BIN, "hub_test_server"),
+                  ["--root", root, "--write-token", TOKEN, "--read-token", READ_TOKEN],
+                  { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise((ok, bad) => {
+    let out = "";
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/port (\d+)/);
+      if (m) ok(Number(m[1]));
+    });
+    p.on("exit", (code) => bad(new Error(`hub_test_server exited ${code}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url, root,
+    stop: () => p.kill(),
+    fail: async (status, count, match) => {
+      await fetch(`${url}/_test/fail`, { method: "POST", body: JSON.stringify({ status, count, match }) });
+    },
+    log: async () => (await fetch(`${url}/_test/log`)).json(),
+  };
+}
+
+export function tempDir(name) {
+  return mkdtempSync(join(tmpdir(), `ok-hub-${name}-`));
+}
+
+// Runs openkernel with the Hub's endpoint and a token (HF_TOKEN unless `token` is null).
+export function openkernel(hub, args, { token = TOKEN, env = {} } = {}) {
+  const home = tempDir("hfhome");
+  const e = { ...process.env, HF_ENDPOINT: hub.url, HF_HOME: home, ...env };
+  delete e.HF_TOKEN;
+  if (token !== null) e.HF_TOKEN = token;
+  const r = spawnSync(join(BIN, "openkernel"), args, { env: e, encoding: "utf8", timeout: 120000 });
+  return { code: r.status, out: r.stdout, err: r.stderr, home };
+}
+
+export function client(hub, token = TOKEN) {
+  return { hubUrl: hub.url, accessToken: token };
+}
+
+// Every file under `dir` (symlinks not followed).
+export function allFiles(dir) {
+  const out = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...allFiles(p));
+    else if (e.isFile()) out.push(p);
+  }
+  return out;
+}
+
+export function filesContaining(dirs, needle) {
+  const hits = [];
+  for (const d of dirs)
+    if (existsSync(d))
+      for (const f of allFiles(d))
+        if (statSync(f).size < 512 * 1024 * 1024 && readFileSync(f).includes(needle)) hits.push(f);
+  return hits;
+}
+
+// Deterministic bytes with NUL bytes in the first 512 (binary: the Hub sends them through LFS).
+export function binaryBytes(n, seed = 7) {
+  const b = new Uint8Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    b[i] = i % 97 === 0 ? 0 : x >>> 24;
+  }
+  return b;
+}
