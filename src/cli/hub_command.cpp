@@ -76,7 +76,7 @@ util::Result<std::vector<hub::CommitFile>> push_contents(const GlobalOptions& g,
       std::error_code ec;
       if (!fs::is_regular_file(f, ec))
         return util::fail(ErrorKind::kBadInput, fmt::format("{} is not a readable file", f));
-      files.push_back(hub::file_from(f, "results/" + fs::path(f).filename().string()));
+      files.push_back(hub::file_from(f, fs::path(f).filename().string()));
       paths.push_back(files.back().path);
     }
     files.push_back(hub::text_file(

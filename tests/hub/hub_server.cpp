@@ -154,6 +154,9 @@ int main(int argc, char** argv) {
   ok::hubtest::State s{ok::hubtest::RepoStore(root), write_token, read_token,
                        fmt::format("{:x}{:x}{:x}", rd(), rd(), rd())};
   httplib::Server http;
+  // Clients pool connections (node's fetch ignores the Keep-Alive max): never close one after a
+  // count of requests, only when idle.
+  http.set_keep_alive_max_count(100000);
   ok::hubtest::add_test_routes(http, s);
   ok::hubtest::add_repo_routes(http, s);
   ok::hubtest::add_lfs_routes(http, s);

@@ -1,7 +1,7 @@
 // Shared set-up of the hub tests: the loopback Hub (hub_test_server) on a free port, the
 // openkernel binary run with a sentinel token, temporary folders, and the official client's
 // connection options. Skips, saying why, without the built binaries or node_modules.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -51,14 +51,26 @@ export function tempDir(name) {
   return mkdtempSync(join(tmpdir(), `ok-hub-${name}-`));
 }
 
+// Runs a program without blocking node's event loop (a blocked loop misses the server closing
+// idle pooled connections, and the official client's next request fails on a dead socket).
+export function runAsync(cmd, args, env, timeoutMs = 120000) {
+  return new Promise((ok) => {
+    const p = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "", err = "";
+    p.stdout.on("data", (d) => { out += d; });
+    p.stderr.on("data", (d) => { err += d; });
+    const timer = setTimeout(() => p.kill("SIGKILL"), timeoutMs);
+    p.on("close", (code) => { clearTimeout(timer); ok({ code, out, err }); });
+  });
+}
+
 // Runs openkernel with the Hub's endpoint and a token (HF_TOKEN unless `token` is null).
-export function openkernel(hub, args, { token = TOKEN, env = {} } = {}) {
+export async function openkernel(hub, args, { token = TOKEN, env = {} } = {}) {
   const home = tempDir("hfhome");
   const e = { ...process.env, HF_ENDPOINT: hub.url, HF_HOME: home, ...env };
   delete e.HF_TOKEN;
   if (token !== null) e.HF_TOKEN = token;
-  const r = spawnSync(join(BIN, "openkernel"), args, { env: e, encoding: "utf8", timeout: 120000 });
-  return { code: r.status, out: r.stdout, err: r.stderr, home };
+  return { ...(await runAsync(join(BIN, "openkernel"), args, e)), home };
 }
 
 export function client(hub, token = TOKEN) {
