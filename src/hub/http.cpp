@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "util/cancel.hpp"
+#include "util/strings.hpp"
 
 namespace ok::hub {
 
@@ -70,15 +71,8 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
     s->res->headers.clear();  // a new response: after a redirect or 100 Continue
     return len;
   }
-  const auto colon = line.find(':');
-  if (colon == std::string_view::npos) return len;
-  std::string name(line.substr(0, colon));
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string_view value = line.substr(colon + 1);
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-    value.remove_suffix(1);
-  s->res->headers[name] = std::string(value);
+  std::string name, value;
+  if (util::parse_header_line(line, name, value)) s->res->headers[name] = std::move(value);
   return len;
 }
 

@@ -8,19 +8,12 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { BIN, binaryBytes, client, filesContaining, missing, openkernel, READ_TOKEN, ROOT,
-         runAsync, startHub, tempDir, TOKEN } from "./support.mjs";
+import { test } from "node:test";
+import { BIN, binaryBytes, client, filesContaining, hubSuite, READ_TOKEN, ROOT, runAsync, tempDir,
+         TOKEN } from "./support.mjs";
 
-const skip = missing() || false;
-const hf = skip ? null : await import("@huggingface/hub");
-let hub;
-const dirs = [];
-const temp = (name) => { const d = tempDir(name); dirs.push(d); return d; };
-const run = async (args, opts) => { const r = await openkernel(hub, args, opts); dirs.push(r.home); return r; };
-
-before(async () => { if (!skip) { hub = await startHub(); dirs.push(hub.root); } });
-after(() => hub?.stop());
+const suite = await hubSuite();
+const { skip, hf, dirs, temp, run } = suite;
 
 function resultsFile() {
   const d = temp("results");
@@ -53,7 +46,7 @@ test("the token file of the official tools (HF_TOKEN_PATH) is read", { skip }, a
   const r = await run(["hub", "push", "results", resultsFile(), "--repo", "e-org/r"],
                 { token: null, env: { HF_TOKEN_PATH: join(d, "token") } });
   assert.equal(r.code, 0, r.err);
-  const card = await hf.downloadFile({ repo: { type: "dataset", name: "e-org/r" }, path: "README.md", ...client(hub) });
+  const card = await hf.downloadFile({ repo: { type: "dataset", name: "e-org/r" }, path: "README.md", ...client(suite.hub) });
   assert.match(await card.text(), /- config_name: level1\n  default: true\n  data_files:\n  - split: train\n    path:\n    - "level1\.tsv"/);
 });
 
@@ -64,26 +57,26 @@ test("a missing repository: 404, exit 3", { skip }, async () => {
 });
 
 test("429 on every attempt: retried, then exit 3", { skip }, async () => {
-  await hub.fail(429, 100, "/api/datasets/e-org/limited/preupload");
+  await suite.hub.fail(429, 100, "/api/datasets/e-org/limited/preupload");
   const r = await run(["hub", "push", "results", resultsFile(), "--repo", "e-org/limited", "--retries", "2"]);
   assert.equal(r.code, 3, r.err);
   assert.match(r.err, /429 Too Many Requests after 3 attempts/);
-  const tries = (await hub.log()).filter((l) => l.includes("/e-org/limited/preupload"));
+  const tries = (await suite.hub.log()).filter((l) => l.includes("/e-org/limited/preupload"));
   assert.equal(tries.length, 3);
 });
 
 test("5xx twice, then success: the LFS upload is retried", { skip }, async () => {
-  await hub.fail(503, 2, "/_lfs/dataset/e-org/flaky/");
+  await suite.hub.fail(503, 2, "/_lfs/dataset/e-org/flaky/");
   const d = temp("flaky");
   writeFileSync(join(d, "data.parquet"), binaryBytes(50_000));
   const r = await run(["hub", "push", "traces", "--from", d, "--repo", "e-org/flaky"]);
   assert.equal(r.code, 0, r.err);
-  const puts = (await hub.log()).filter((l) => l.startsWith("PUT /_lfs/dataset/e-org/flaky/"));
+  const puts = (await suite.hub.log()).filter((l) => l.startsWith("PUT /_lfs/dataset/e-org/flaky/"));
   assert.equal(puts.length, 3);
 });
 
 test("5xx on every download: exit 3", { skip }, async () => {
-  await hub.fail(500, 100, "/datasets/e-org/flaky/resolve/");
+  await suite.hub.fail(500, 100, "/datasets/e-org/flaky/resolve/");
   const r = await run(["hub", "pull", "traces", "--repo", "e-org/flaky", "--out", temp("x"), "--retries", "1"]);
   assert.equal(r.code, 3, r.err);
   assert.match(r.err, /kept failing \(HTTP 500\) after 2 attempts/);
@@ -111,7 +104,7 @@ test("push kernels from a real session, pull one back", { skip, timeout: 600_000
   const r = await run(["hub", "push", "kernels", "--db", db, "--repo", "k-org/kernels"]);
   assert.equal(r.code, 0, r.err);
   const repo = { type: "model", name: "k-org/kernels" };
-  const card = await (await hf.downloadFile({ repo, path: "README.md", ...client(hub) })).text();
+  const card = await (await hf.downloadFile({ repo, path: "README.md", ...client(suite.hub) })).text();
   assert.ok(card.includes(`| [${problem}](`), card);
   assert.ok(card.includes(`${report.speedup.toFixed(2)}x`), card);
 

@@ -8,32 +8,24 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { allFiles, binaryBytes, client, filesContaining, missing, openkernel, startHub, tempDir,
-         TOKEN } from "./support.mjs";
+import { test } from "node:test";
+import { allFiles, binaryBytes, client, filesContaining, hubSuite, TOKEN } from "./support.mjs";
 
-const skip = missing() || false;
-const hf = skip ? null : await import("@huggingface/hub");
-let hub;
-const dirs = [];
-const temp = (name) => { const d = tempDir(name); dirs.push(d); return d; };
-const run = async (args, opts) => { const r = await openkernel(hub, args, opts); dirs.push(r.home); return r; };
-
-before(async () => { if (!skip) { hub = await startHub(); dirs.push(hub.root); } });
-after(() => hub?.stop());
+const suite = await hubSuite();
+const { skip, hf, dirs, temp, run } = suite;
 
 async function listed(repo, token = TOKEN) {
   const out = [];
-  for await (const f of hf.listFiles({ repo, recursive: true, ...client(hub, token) }))
+  for await (const f of hf.listFiles({ repo, recursive: true, ...client(suite.hub, token) }))
     if (f.type === "file") out.push(f);
   return out;
 }
 
 test("openkernel pulls a dataset the official client pushed", { skip }, async () => {
   const repo = { type: "dataset", name: "js-org/traces" };
-  await hf.createRepo({ repo, ...client(hub) });
+  await hf.createRepo({ repo, ...client(suite.hub) });
   const lfs = binaryBytes(300_000);
-  await hf.uploadFiles({ repo, ...client(hub), files: [
+  await hf.uploadFiles({ repo, ...client(suite.hub), files: [
     { path: "README.md", content: new Blob(["# written by the JS client\n"]) },
     { path: "raw/2026-12/session_a.jsonl", content: new Blob(['{"attempt":1}\n']) },
     { path: "raw/2026-12/session_b.parquet", content: new Blob([lfs]) }] });
@@ -71,7 +63,7 @@ test("the official client reads a dataset openkernel pushed, with its card", { s
   const files = await listed(repo);
   assert.deepEqual(files.map((f) => f.path).sort(), [...Object.keys(wanted), "README.md"].sort());
   for (const [p, c] of Object.entries(wanted)) {
-    const blob = await hf.downloadFile({ repo, path: p, ...client(hub) });
+    const blob = await hf.downloadFile({ repo, path: p, ...client(suite.hub) });
     assert.deepEqual(Buffer.from(await blob.arrayBuffer()), c, p);
     const entry = files.find((f) => f.path === p);
     if (p.endsWith(".parquet") || p.includes("strategy_rewards")) {
@@ -81,21 +73,21 @@ test("the official client reads a dataset openkernel pushed, with its card", { s
       assert.equal(entry.oid, git.stdout.trim(), p);
     }
   }
-  const card = await (await hf.downloadFile({ repo, path: "README.md", ...client(hub) })).text();
+  const card = await (await hf.downloadFile({ repo, path: "README.md", ...client(suite.hub) })).text();
   assert.match(card, /^---\nconfigs:\n/);
   assert.match(card, /- config_name: raw\n  data_files:\n  - split: train\n    path:\n    - "raw\/\*\*\/\*\.parquet"\n/);
   assert.match(card, /- config_name: training_pairs_v1\n  default: true\n/);
   assert.ok(!card.includes("config_name: schema"), "metadata is not a config");
-  await assert.rejects(hf.downloadFile({ repo, path: "README.md", hubUrl: hub.url }),
+  await assert.rejects(hf.downloadFile({ repo, path: "README.md", hubUrl: suite.hub.url }),
                        (e) => e.statusCode === 401, "private: no anonymous reads");
 });
 
 test("pull model fills the official cache layout, resuming a partial blob", { skip }, async () => {
   const repo = { type: "model", name: "js-org/tiny-model" };
-  await hf.createRepo({ repo, ...client(hub) });
+  await hf.createRepo({ repo, ...client(suite.hub) });
   const weights = binaryBytes(500_000, 11);
   const gguf = binaryBytes(4096, 5);
-  const done = await hf.uploadFiles({ repo, ...client(hub), files: [
+  const done = await hf.uploadFiles({ repo, ...client(suite.hub), files: [
     { path: "config.json", content: new Blob(['{"model_type":"llama"}\n']) },
     { path: "tokenizer/tokenizer.json", content: new Blob(['{"v":1}\n']) },
     { path: "model.safetensors", content: new Blob([weights]) },
@@ -117,7 +109,7 @@ test("pull model fills the official cache layout, resuming a partial blob", { sk
   const config = files.find((f) => f.path === "config.json");
   assert.equal(readlinkSync(join(snap, "config.json")), `../../blobs/${config.oid}`);
   assert.equal(readlinkSync(join(snap, "tokenizer/tokenizer.json")).startsWith("../../../blobs/"), true);
-  assert.ok((await hub.log()).includes(`GET /_lfs/model/js-org/tiny-model/${sha} bytes=1000-`),
+  assert.ok((await suite.hub.log()).includes(`GET /_lfs/model/js-org/tiny-model/${sha} bytes=1000-`),
             "the partial blob was resumed with a Range request");
   assert.match(r.out, /vllm serve \S+ --served-model-name js-org\/tiny-model/);
   assert.match(r.out, /--base-url http:\/\/127\.0\.0\.1:8000\/v1/);

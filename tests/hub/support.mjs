@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { after, before } from "node:test";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -106,4 +107,21 @@ export function binaryBytes(n, seed = 7) {
     b[i] = i % 97 === 0 ? 0 : x >>> 24;
   }
   return b;
+}
+
+// One test file's set-up: the loopback Hub started before its tests and stopped after, the
+// official client (null when skipped), and `temp`/`run` that record every folder a test wrote
+// in `dirs`, for the no-token-on-disk check.
+export async function hubSuite() {
+  const skip = missing() || false;
+  const suite = { skip, hf: skip ? null : await import("@huggingface/hub"), hub: null, dirs: [] };
+  suite.temp = (name) => { const d = tempDir(name); suite.dirs.push(d); return d; };
+  suite.run = async (args, opts) => {
+    const r = await openkernel(suite.hub, args, opts);
+    suite.dirs.push(r.home);
+    return r;
+  };
+  before(async () => { if (!skip) { suite.hub = await startHub(); suite.dirs.push(suite.hub.root); } });
+  after(() => suite.hub?.stop());
+  return suite;
 }
