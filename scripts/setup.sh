@@ -18,6 +18,7 @@ RUN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libfmt-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev
   libcpp-httplib-dev libtomlplusplus-dev libkainjow-mustache-dev
+  libssl-dev  # `openkernel hub`: SHA-256 and git SHA-1 object ids (OpenSSL's libcrypto)
   libncurses-dev  # kernel-code's terminal UI (ncursesw)
   # the worker and the candidate sandbox
   bubblewrap python3 python3-torch python3-numpy

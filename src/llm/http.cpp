@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include "util/strings.hpp"
+
 namespace ok::llm {
 
 namespace {
@@ -91,16 +93,8 @@ size_t on_header(char* ptr, size_t size, size_t n, void* ud) {
     t->res->headers.clear();  // a new response (after 100 Continue or a proxy's CONNECT)
     return len;
   }
-  const auto colon = line.find(':');
-  if (colon == std::string_view::npos) return len;
-  std::string name(line.substr(0, colon));
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::string_view value = line.substr(colon + 1);
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-    value.remove_suffix(1);
-  t->res->headers[name] = std::string(value);
+  std::string name, value;
+  if (util::parse_header_line(line, name, value)) t->res->headers[name] = std::move(value);
   return len;
 }
 

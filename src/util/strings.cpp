@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <random>
@@ -114,6 +115,19 @@ bool parse_id_ranges(std::string_view spec, std::vector<int>& out, std::string& 
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return true;
+}
+
+bool parse_header_line(std::string_view line, std::string& name, std::string& value) {
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos) return false;
+  name.assign(line.substr(0, colon));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view v = line.substr(colon + 1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' '))
+    v.remove_suffix(1);
+  value.assign(v);
   return true;
 }
 

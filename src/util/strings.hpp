@@ -11,6 +11,9 @@ std::vector<std::string> split(std::string_view s, char sep);
 std::string trim(std::string_view s);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 bool starts_with(std::string_view s, std::string_view prefix);
+// One "Name: value" line of an HTTP header: the name lower-cased, the value without surrounding
+// white space or line end; false for a line without a colon (a status line, the blank end).
+bool parse_header_line(std::string_view line, std::string& name, std::string& value);
 // Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 // The worker protocol is UTF-8 JSON: a path that is not cannot be sent as text.
 bool is_utf8(std::string_view s);

@@ -156,3 +156,15 @@ TEST(IsUtf8, RefusesMalformedBytes) {
   EXPECT_FALSE(ok::util::is_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
   EXPECT_FALSE(ok::util::is_utf8("\xe2\x28\xa1"));      // bad continuation
 }
+
+TEST(UtilStrings, ParseHeaderLine) {
+  std::string name, value;
+  EXPECT_TRUE(ok::util::parse_header_line("X-Repo-Commit:  abc \r\n", name, value));
+  EXPECT_EQ(name, "x-repo-commit");
+  EXPECT_EQ(value, "abc");
+  EXPECT_TRUE(ok::util::parse_header_line("Link: <http://h/a?b=c>; rel=\"next\"\r\n", name, value));
+  EXPECT_EQ(value, "<http://h/a?b=c>; rel=\"next\"");
+  EXPECT_TRUE(ok::util::parse_header_line("Empty:\r\n", name, value));
+  EXPECT_EQ(value, "");
+  EXPECT_FALSE(ok::util::parse_header_line("\r\n", name, value));
+}

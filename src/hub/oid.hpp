@@ -1,0 +1,31 @@
+// The object ids the Hub and git use, and the base64 of the commit API.
+//
+// An LFS object's oid is the SHA-256 of its content; a regular file's oid is its git blob id,
+// SHA-1 of "blob <size>\0" followed by the content; an LFS file's entry in a git tree is the blob
+// id of its pointer text (lfs_pointer). Files are hashed streaming, in constant memory. Pure
+// functions, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/error.hpp"
+
+namespace ok::hub {
+
+std::string sha256_hex(std::string_view data);
+std::string git_blob_sha1(std::string_view data);
+util::Result<std::string> sha256_file(const std::filesystem::path& path);
+util::Result<std::string> git_blob_sha1_file(const std::filesystem::path& path);
+
+// The git-lfs pointer file of an object (spec v1).
+std::string lfs_pointer(std::string_view sha256, uint64_t size);
+
+std::string base64_encode(std::string_view data);
+// Nullopt on a character outside the standard alphabet (white space is skipped).
+std::optional<std::string> base64_decode(std::string_view text);
+
+}  // namespace ok::hub
