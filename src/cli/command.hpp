@@ -31,6 +31,8 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action);
 void add_search_commands(CLI::App& app, GlobalOptions& g, Action& action);
 // `charts`: benchmark charts of results TSVs and stores (charts_command.cpp).
 void add_charts_command(CLI::App& app, GlobalOptions& g, Action& action);
+// `traces export`: training datasets from the store (traces_command.cpp).
+void add_traces_command(CLI::App& app, GlobalOptions& g, Action& action);
 
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);

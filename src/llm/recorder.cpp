@@ -71,6 +71,7 @@ util::Result<void> StoreRecorder::record(const CallRecord& r) {
   auto text = [&](const std::string& v) { return redactor_.apply(v); };
   store::LlmCallRow row;
   row.session = text(r.session);
+  if (r.attempt_number) row.attempt_number = *r.attempt_number;
   row.purpose = text(r.purpose);
   row.provider = text(r.provider);
   row.model = text(r.model);

@@ -35,6 +35,9 @@ struct Request {
   std::optional<nlohmann::json> json_schema;
   std::string purpose = "call";  // label recorded with the call: generator, critic, ping
   std::string session;           // session id recorded with the call; empty for none
+
+  // The session's attempt the call serves, recorded with it (the trace export's link).
+  std::optional<int> attempt_number;
 };
 
 struct Usage {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "store/migrations.hpp"
+#include "store/rows.hpp"
 #include "util/paths.hpp"
 
 namespace ok::store {
@@ -87,18 +88,6 @@ util::Result<int64_t> Store::count_evaluations() {
   return st->step_int();
 }
 
-namespace {
-
-std::optional<int64_t> opt_int(const Statement& st, int i) {
-  return st.col_null(i) ? std::nullopt : std::optional<int64_t>(st.col_int(i));
-}
-
-std::optional<double> opt_double(const Statement& st, int i) {
-  return st.col_null(i) ? std::nullopt : std::optional<double>(st.col_double(i));
-}
-
-}  // namespace
-
 util::Result<void> Store::insert_session(const SessionRow& s) {
   auto st = db_.prepare(
       "INSERT INTO sessions(id, problem_id, reference, name, backend, model, mode, status, "
@@ -131,24 +120,26 @@ util::Result<std::optional<SessionRow>> Store::find_session(const std::string& i
       "best_attempt, best_speedup, compile_runtime_us, cost_usd FROM sessions WHERE id=?1");
   if (!st) return std::unexpected(st.error());
   st->bind(1, id);
-  return st->first_row([](const Statement& row) {
-    SessionRow s;
-    s.id = row.col_text(0);
-    s.problem_id = opt_int(row, 1);
-    s.reference = row.col_text(2);
-    s.name = row.col_text(3);
-    s.backend = row.col_text(4);
-    s.model = row.col_text(5);
-    s.mode = row.col_text(6);
-    s.status = row.col_text(7);
-    s.options_json = row.col_text(8);
-    s.out_dir = row.col_text(9);
-    s.best_attempt = opt_int(row, 10);
-    s.best_speedup = opt_double(row, 11);
-    s.compile_runtime_us = opt_double(row, 12);
-    s.cost_usd = row.col_double(13);
-    return s;
-  });
+  return st->first_row(session_from_row);
+}
+
+SessionRow session_from_row(const Statement& row) {
+  SessionRow s;
+  s.id = row.col_text(0);
+  s.problem_id = opt_int(row, 1);
+  s.reference = row.col_text(2);
+  s.name = row.col_text(3);
+  s.backend = row.col_text(4);
+  s.model = row.col_text(5);
+  s.mode = row.col_text(6);
+  s.status = row.col_text(7);
+  s.options_json = row.col_text(8);
+  s.out_dir = row.col_text(9);
+  s.best_attempt = opt_int(row, 10);
+  s.best_speedup = opt_double(row, 11);
+  s.compile_runtime_us = opt_double(row, 12);
+  s.cost_usd = row.col_double(13);
+  return s;
 }
 
 util::Result<std::vector<SessionSummary>> Store::sessions(int limit) {
@@ -320,11 +311,11 @@ util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
       "INSERT INTO main.llm_calls(session, purpose, provider, model, base_url, stream, request, "
       "response, stop_reason, status, error_kind, error, http_status, attempts, input_tokens, "
       "output_tokens, cached_input_tokens, usage_estimated, cost_usd, cost_estimated, "
-      "latency_ms, ttft_ms, started_at, created_at) SELECT session, purpose, provider, model, "
-      "base_url, stream, request, response, stop_reason, status, error_kind, error, "
+      "latency_ms, ttft_ms, started_at, created_at, attempt) SELECT session, purpose, provider, "
+      "model, base_url, stream, request, response, stop_reason, status, error_kind, error, "
       "http_status, attempts, input_tokens, output_tokens, cached_input_tokens, "
-      "usage_estimated, cost_usd, cost_estimated, latency_ms, ttft_ms, started_at, created_at "
-      "FROM src.llm_calls WHERE session IN {s};"
+      "usage_estimated, cost_usd, cost_estimated, latency_ms, ttft_ms, started_at, created_at, "
+      "attempt FROM src.llm_calls WHERE session IN {s};"
       "INSERT INTO main.search_state(scope, kind, json, updated_at) SELECT scope, kind, json, "
       "updated_at FROM src.search_state WHERE scope IN {s};"
       "INSERT INTO main.events(session, time, kind, number, total, text, payload) SELECT "

@@ -118,7 +118,8 @@ struct LlmCallRow {
   bool cost_estimated = false;
   double latency_ms = 0;
   std::optional<double> ttft_ms;
-  std::string started_at;  // UTC, ISO 8601 with milliseconds
+  std::string started_at;                 // UTC, ISO 8601 with milliseconds
+  std::optional<int64_t> attempt_number;  // the session attempt it served (version 8)
 };
 
 // One event the engine told its observer (version 6; docs/store.md lists the kinds).
@@ -130,6 +131,29 @@ struct EventRow {
   int number = 0, total = 0;
   std::string text;
   std::string payload_json = "{}";
+};
+
+// What the trace export reads of a session (docs/traces.md): the row, when it started, its
+// problem (the session's, else its first evaluation's), its intent tree's JSON (empty: none) and
+// the device's name from its `started` event (empty: none).
+struct TraceSessionRow {
+  SessionRow row;
+  std::string created_at;
+  std::optional<ProblemRow> problem;
+  std::string intents_json;
+  std::string device_name;
+};
+
+// An LLM call of a session as the trace export reads it. `attempt_number`: the attempt it served,
+// where recorded (version 8); calls recorded before have none.
+struct TraceLlmCall {
+  int64_t id = 0;
+  std::optional<int> attempt_number;
+  std::string purpose, model, request_json, status, started_at;
+  std::optional<std::string> response;
+  std::optional<int64_t> input_tokens, output_tokens;
+  std::optional<double> cost_usd;
+  double latency_ms = 0;
 };
 
 class Store {
@@ -158,6 +182,12 @@ class Store {
   util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
   // The worker's full result JSON of evaluation `id` (nullopt when there is no such row).
   util::Result<std::optional<std::string>> evaluation_result(int64_t id);
+
+  // The trace export's reads (store_traces.cpp): every session, oldest first; a candidate's
+  // source; a session's LLM calls in the order they were recorded.
+  util::Result<std::vector<TraceSessionRow>> trace_sessions();
+  util::Result<std::optional<std::string>> candidate_source(int64_t id);
+  util::Result<std::vector<TraceLlmCall>> trace_llm_calls(const std::string& session);
 
   // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls,
   // events and the problems and candidates they use, and their intent trees) into this one,
