@@ -148,7 +148,6 @@ void Client::record(const Request& req, const util::Result<Response>& result, lo
   if (!options_.recorder) return;
   CallRecord rec;
   rec.session = req.session;
-  rec.attempt_number = req.attempt_number;
   rec.purpose = req.purpose;
   rec.provider = endpoint_.provider.name;
   rec.model = endpoint_.model_id;

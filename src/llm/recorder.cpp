@@ -46,6 +46,7 @@ std::string request_to_json(const Request& req) {
   if (req.temperature) j["temperature"] = *req.temperature;
   if (req.reasoning_effort) j["reasoning_effort"] = *req.reasoning_effort;
   if (req.json_schema) j["json_schema"] = *req.json_schema;
+  if (req.attempt_number) j["attempt"] = *req.attempt_number;
   return j.dump();
 }
 
@@ -71,7 +72,6 @@ util::Result<void> StoreRecorder::record(const CallRecord& r) {
   auto text = [&](const std::string& v) { return redactor_.apply(v); };
   store::LlmCallRow row;
   row.session = text(r.session);
-  if (r.attempt_number) row.attempt_number = *r.attempt_number;
   row.purpose = text(r.purpose);
   row.provider = text(r.provider);
   row.model = text(r.model);

@@ -24,7 +24,6 @@ namespace ok::llm {
 
 struct CallRecord {
   std::string session;
-  std::optional<int> attempt_number;  // the session's attempt the call served
   std::string purpose;
   std::string provider;
   std::string model;

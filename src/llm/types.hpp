@@ -36,7 +36,8 @@ struct Request {
   std::string purpose = "call";  // label recorded with the call: generator, critic, ping
   std::string session;           // session id recorded with the call; empty for none
 
-  // The session's attempt the call serves, recorded with it (the trace export's link).
+  // The session's attempt the call serves: recorded in the request's JSON as `attempt` (the trace
+  // export's link from prompts to attempts); never sent to the API.
   std::optional<int> attempt_number;
 };
 

@@ -174,15 +174,7 @@ CREATE TABLE events (
 CREATE INDEX events_session ON events(session, id);
 )sql";
 
-// The trace export's link of an LLM call to the attempt it served (docs/store.md, "Version 8";
-// docs/traces.md): NULL for calls recorded before, and for calls outside an attempt. Numbered 8
-// in the docs; its place in this list follows the migrations merged before it.
-constexpr std::string_view kTracesAttemptLink = R"sql(
-ALTER TABLE llm_calls ADD COLUMN attempt INTEGER;
-)sql";
-
-constexpr std::array<std::string_view, 7> kMigrations = {
-    kV1, kV2, kV3, kV4, kV5, kV6, kTracesAttemptLink};
+constexpr std::array<std::string_view, 6> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
 }  // namespace
 
 std::span<const std::string_view> migrations() {

@@ -118,8 +118,7 @@ struct LlmCallRow {
   bool cost_estimated = false;
   double latency_ms = 0;
   std::optional<double> ttft_ms;
-  std::string started_at;                 // UTC, ISO 8601 with milliseconds
-  std::optional<int64_t> attempt_number;  // the session attempt it served (version 8)
+  std::string started_at;  // UTC, ISO 8601 with milliseconds
 };
 
 // One event the engine told its observer (version 6; docs/store.md lists the kinds).
@@ -145,7 +144,7 @@ struct TraceSessionRow {
 };
 
 // An LLM call of a session as the trace export reads it. `attempt_number`: the attempt it served,
-// where recorded (version 8); calls recorded before have none.
+// as its recorded request says (`attempt`, docs/llm.md); calls recorded before it have none.
 struct TraceLlmCall {
   int64_t id = 0;
   std::optional<int> attempt_number;

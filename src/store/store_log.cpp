@@ -8,8 +8,8 @@ util::Result<int64_t> Store::insert_llm_call(const LlmCallRow& c) {
       "INSERT INTO llm_calls(session, purpose, provider, model, base_url, stream, request, "
       "response, stop_reason, status, error_kind, error, http_status, attempts, input_tokens, "
       "output_tokens, cached_input_tokens, usage_estimated, cost_usd, cost_estimated, latency_ms, "
-      "ttft_ms, started_at, attempt) VALUES "
-      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)");
+      "ttft_ms, started_at) VALUES "
+      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)");
   if (!st) return std::unexpected(st.error());
   st->bind_text_or_null(1, c.session);
   st->bind(2, c.purpose).bind(3, c.provider).bind(4, c.model).bind(5, c.base_url);
@@ -27,7 +27,6 @@ util::Result<int64_t> Store::insert_llm_call(const LlmCallRow& c) {
   st->bind(18, int64_t{c.usage_estimated});
   st->bind(19, c.cost_usd).bind(20, int64_t{c.cost_estimated}).bind(21, c.latency_ms);
   st->bind(22, c.ttft_ms).bind(23, c.started_at);
-  st->bind_or_null(24, c.attempt_number);
   if (auto r = st->run(); !r) return std::unexpected(r.error());
   return db_.last_insert_id();
 }

@@ -46,7 +46,8 @@ util::Result<std::optional<std::string>> Store::candidate_source(int64_t id) {
 
 util::Result<std::vector<TraceLlmCall>> Store::trace_llm_calls(const std::string& session) {
   auto st = db_.prepare(
-      "SELECT id, attempt, purpose, model, request, status, started_at, response, input_tokens, "
+      "SELECT id, json_extract(request, '$.attempt'), purpose, model, request, status, started_at, "
+      "response, input_tokens, "
       "output_tokens, cost_usd, latency_ms FROM llm_calls WHERE session = ?1 ORDER BY id");
   if (!st) return std::unexpected(st.error());
   st->bind(1, session);

@@ -174,7 +174,7 @@ void add_rewards(json& row) {
   row["reward_compile"] = value(score::reward(verdict, speed("speedup_compile")));
 }
 
-// Links each LLM call to the attempt it served: by the recorded attempt number (version 8), else
+// Links each LLM call to the attempt it served: by the attempt number its request records, else
 // (calls recorded before) the k-th `generator` call to the k-th attempt of a model.
 std::map<int, std::vector<const store::TraceLlmCall*>> link_calls(
     const std::vector<store::TraceLlmCall>& calls, const std::vector<store::AttemptRow>& attempts) {

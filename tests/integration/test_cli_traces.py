@@ -1,5 +1,6 @@
 """Capture for the trace export: an optimize session against the local OpenAI-compatible stub
-(llm_stub.py) records each LLM call with the attempt it served (llm_calls.attempt), and
+(llm_stub.py) records each LLM call with the attempt it served (`attempt` in llm_calls.request),
+and
 `openkernel traces export --format jsonl` puts each attempt's prompt, reply, code and tokens in
 its row (docs/traces.md). The Parquet side is tests/traces (node, hyparquet).
 
@@ -46,7 +47,8 @@ def test_model_attempts_export_with_their_prompt_and_reply(tmp_path: Path) -> No
                        "2", "--timing-budget", "0.3", "--timeout", "120")
     assert p.returncode == 0, p.stderr
     con = sqlite3.connect(db)
-    linked = con.execute("SELECT purpose, attempt FROM llm_calls ORDER BY id").fetchall()
+    linked = con.execute("SELECT purpose, json_extract(request, '$.attempt') FROM llm_calls "
+                         "ORDER BY id").fetchall()
     assert ("generator", 1) in linked and ("generator", 2) in linked
     assert ("critic", 2) in linked
     out = tmp_path / "ds"

@@ -136,7 +136,9 @@ class TracesTest : public ::testing::Test {
     c.input_tokens = in;
     c.output_tokens = out;
     c.started_at = "2026-02-01T00:00:01.000Z";
-    c.attempt_number = attempt;
+    json req = json::parse(request);
+    req["attempt"] = attempt;
+    c.request_json = req.dump();
     ASSERT_TRUE(store_->insert_llm_call(c).has_value());
   }
 
@@ -329,6 +331,30 @@ TEST_F(TracesTest, ExportRefusesBadInputAndLeavesNothing) {
   EXPECT_NE(other.error().message.find("not an earlier trace export"), std::string::npos);
   EXPECT_TRUE(fs::exists(out / "mine.txt"));
   EXPECT_EQ(partial_siblings(), 0);
+}
+
+TEST(ParquetWriter, RefusesRowsThatDoNotFitTheSchema) {
+  using ok::traces::Field;
+  using ok::traces::Physical;
+  ok::traces::Schema schema = {Field::primitive("id", Physical::kInt32, false),
+                               Field::list("tags", Field::primitive("", Physical::kString, false))};
+  auto ok_rows =
+      ok::traces::encode_parquet(schema, {json{{"id", 1}}, json{{"id", 2}, {"tags", {"a"}}}});
+  ASSERT_TRUE(ok_rows.has_value());
+  EXPECT_EQ(ok_rows->substr(0, 4), "PAR1");
+  EXPECT_EQ(ok_rows->substr(ok_rows->size() - 4), "PAR1");
+  auto missing = ok::traces::encode_parquet(schema, {json{{"id", 1}}, json{{"tags", {"a"}}}});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().message, "parquet: row 1: field id is required but null");
+  auto wrong = ok::traces::encode_parquet(schema, {json{{"id", "one"}}});
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().message, "parquet: row 0: field id is not an integer");
+  auto not_list = ok::traces::encode_parquet(schema, {json{{"id", 1}, {"tags", "a"}}});
+  ASSERT_FALSE(not_list.has_value());
+  EXPECT_EQ(not_list.error().message, "parquet: row 0: field tags is not a JSON array");
+  auto null_element = ok::traces::encode_parquet(schema, {json{{"id", 1}, {"tags", {nullptr}}}});
+  ASSERT_FALSE(null_element.has_value());
+  EXPECT_EQ(null_element.error().message, "parquet: row 0: field element is required but null");
 }
 
 }  // namespace
