@@ -72,7 +72,8 @@ fi
 
 # The npm packages, pinned by package-lock.json: plotly.js-dist-min and highlight.js's prebuilt
 # assets, which kernel-code dashboard serves (never a CDN), and with --tests playwright-core, which
-# drives chromium in the browser tests. Run again when the lock changes, or the tests' packages
+# drives chromium in the browser tests, and hyparquet, the independent Parquet reader of the
+# trace export's tests (tests/traces). Run again when the lock changes, or the tests' packages
 # are wanted and missing (the tests' install serves the run profile too).
 stamp="node_modules/.openkernel-setup"
 lock="$(sha256sum package-lock.json | cut -d' ' -f1)"

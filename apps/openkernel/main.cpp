@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   ok::cli::add_sweep_commands(app, g, action);
   ok::cli::add_search_commands(app, g, action);
   ok::cli::add_charts_command(app, g, action);
+  ok::cli::add_traces_command(app, g, action);
   ok::cli::add_example_command(app, g, action);
   ok::cli::add_llm_commands(app, g, action);
   ok::cli::add_hub_command(app, g, action);

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+import shutil
+import subprocess
 import sys
+from importlib import metadata
 from typing import Any
 
 
@@ -26,6 +30,43 @@ def versions(with_triton: bool) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - absent or broken triton is just reported
             out["triton"] = None
     return out
+
+
+def nvidia_driver_version(proc_text: str | None = None) -> str | None:
+    """The NVIDIA kernel driver's version (e.g. 570.86.15) from /proc/driver/nvidia/version."""
+    if proc_text is None:
+        try:
+            with open("/proc/driver/nvidia/version") as f:
+                proc_text = f.read()
+        except OSError:
+            return None
+    m = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+)+)", proc_text)
+    return m.group(1) if m else None
+
+
+def nvcc_version(output: str | None = None) -> str | None:
+    """nvcc's version (e.g. 12.4.131) from `nvcc --version`: the nvcc on PATH, else CUDA_HOME's."""
+    if output is None:
+        nvcc = shutil.which("nvcc") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
+                                                    "bin", "nvcc")
+        try:
+            output = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                                    timeout=20).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+    m = re.search(r"release [\d.]+, V(\d+(?:\.\d+)+)", output) or re.search(
+        r"release (\d+(?:\.\d+)+)", output)
+    return m.group(1) if m else None
+
+
+def toolchain_versions() -> dict[str, Any]:
+    """What the trace schema records beside torch (docs/traces.md): triton's installed version
+    (read from its metadata, not imported), the NVIDIA driver and nvcc; None where absent."""
+    try:
+        triton: str | None = metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        triton = None
+    return {"triton": triton, "driver": nvidia_driver_version(), "nvcc": nvcc_version()}
 
 
 def cpu_name() -> str:
@@ -61,6 +102,7 @@ def hello() -> dict[str, Any]:
     gpus = []
     if torch.cuda.is_available():
         gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return {"python_executable": sys.executable, "versions": versions(with_triton=False),
+    return {"python_executable": sys.executable,
+            "versions": {**versions(with_triton=False), **toolchain_versions()},
             "cuda_available": bool(gpus), "gpus": gpus, "cpu": cpu_name(),
             "cores": os.cpu_count()}

@@ -33,6 +33,8 @@ void add_search_commands(CLI::App& app, GlobalOptions& g, Action& action);
 void add_charts_command(CLI::App& app, GlobalOptions& g, Action& action);
 // `hub push|pull`: the Hugging Face Hub (hub_command.cpp).
 void add_hub_command(CLI::App& app, GlobalOptions& g, Action& action);
+// `traces export`: training datasets from the store (traces_command.cpp).
+void add_traces_command(CLI::App& app, GlobalOptions& g, Action& action);
 
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);

@@ -50,6 +50,7 @@ std::string request_to_json(const Request& req) {
   // The characters / 4 estimate, to check against the reported input_tokens (docs/llm.md).
   j["estimated_input_tokens"] = wire::estimate_input_tokens(req);
   if (!req.prompt_sections.is_null()) j["prompt_sections"] = req.prompt_sections;
+  if (req.attempt_number) j["attempt"] = *req.attempt_number;
   return j.dump();
 }
 

@@ -38,6 +38,10 @@ struct Request {
   // The caller's account of the prompt (its sections and their budgets), recorded with the
   // request as `prompt_sections`; null for none. Never sent.
   nlohmann::json prompt_sections = nullptr;
+
+  // The session's attempt the call serves: recorded in the request's JSON as `attempt` (the trace
+  // export's link from prompts to attempts); never sent to the API.
+  std::optional<int> attempt_number;
 };
 
 struct Usage {

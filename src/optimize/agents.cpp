@@ -288,6 +288,7 @@ class LlmGenerator final : public Generator {
     llm::Request req = std::move(*made);
     req.temperature = 0.7;
     req.prompt_sections = memory.summary();
+    if (direction) req.attempt_number = direction->sequence;
     g.params = {{"prompt", "generator"},
                 {"prompt_version", user->version},
                 {"system_version", system->version},
@@ -368,6 +369,7 @@ class LlmCritic final : public Critic {
     auto made = prompt_request(*system, *user, ctx, "critic", session_, 2048);
     if (!made) return with_note(fallback, made.error().message);
     llm::Request req = std::move(*made);
+    req.attempt_number = a.number;
     auto reply = client_.complete_json(req, diagnosis_schema());
     if (!reply)
       return with_note(fallback, "the model's diagnosis failed: " + reply.error().message);

@@ -71,6 +71,14 @@ class Statement {
   sqlite3* db_;
 };
 
+// A nullable column as an optional.
+inline std::optional<int64_t> opt_int(const Statement& st, int i) {
+  return st.col_null(i) ? std::nullopt : std::optional<int64_t>(st.col_int(i));
+}
+inline std::optional<double> opt_double(const Statement& st, int i) {
+  return st.col_null(i) ? std::nullopt : std::optional<double>(st.col_double(i));
+}
+
 class Database {
  public:
   static util::Result<Database> open(const std::filesystem::path& path);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "store/migrations.hpp"
+#include "store/rows.hpp"
 #include "util/paths.hpp"
 
 namespace ok::store {
@@ -87,18 +88,6 @@ util::Result<int64_t> Store::count_evaluations() {
   return st->step_int();
 }
 
-namespace {
-
-std::optional<int64_t> opt_int(const Statement& st, int i) {
-  return st.col_null(i) ? std::nullopt : std::optional<int64_t>(st.col_int(i));
-}
-
-std::optional<double> opt_double(const Statement& st, int i) {
-  return st.col_null(i) ? std::nullopt : std::optional<double>(st.col_double(i));
-}
-
-}  // namespace
-
 util::Result<void> Store::insert_session(const SessionRow& s) {
   auto st = db_.prepare(
       "INSERT INTO sessions(id, problem_id, reference, name, backend, model, mode, status, "
@@ -131,24 +120,26 @@ util::Result<std::optional<SessionRow>> Store::find_session(const std::string& i
       "best_attempt, best_speedup, compile_runtime_us, cost_usd FROM sessions WHERE id=?1");
   if (!st) return std::unexpected(st.error());
   st->bind(1, id);
-  return st->first_row([](const Statement& row) {
-    SessionRow s;
-    s.id = row.col_text(0);
-    s.problem_id = opt_int(row, 1);
-    s.reference = row.col_text(2);
-    s.name = row.col_text(3);
-    s.backend = row.col_text(4);
-    s.model = row.col_text(5);
-    s.mode = row.col_text(6);
-    s.status = row.col_text(7);
-    s.options_json = row.col_text(8);
-    s.out_dir = row.col_text(9);
-    s.best_attempt = opt_int(row, 10);
-    s.best_speedup = opt_double(row, 11);
-    s.compile_runtime_us = opt_double(row, 12);
-    s.cost_usd = row.col_double(13);
-    return s;
-  });
+  return st->first_row(session_from_row);
+}
+
+SessionRow session_from_row(const Statement& row) {
+  SessionRow s;
+  s.id = row.col_text(0);
+  s.problem_id = opt_int(row, 1);
+  s.reference = row.col_text(2);
+  s.name = row.col_text(3);
+  s.backend = row.col_text(4);
+  s.model = row.col_text(5);
+  s.mode = row.col_text(6);
+  s.status = row.col_text(7);
+  s.options_json = row.col_text(8);
+  s.out_dir = row.col_text(9);
+  s.best_attempt = opt_int(row, 10);
+  s.best_speedup = opt_double(row, 11);
+  s.compile_runtime_us = opt_double(row, 12);
+  s.cost_usd = row.col_double(13);
+  return s;
 }
 
 util::Result<std::vector<SessionSummary>> Store::sessions(int limit) {

@@ -132,6 +132,29 @@ struct EventRow {
   std::string payload_json = "{}";
 };
 
+// What the trace export reads of a session (docs/traces.md): the row, when it started, its
+// problem (the session's, else its first evaluation's), its intent tree's JSON (empty: none) and
+// the device's name from its `started` event (empty: none).
+struct TraceSessionRow {
+  SessionRow row;
+  std::string created_at;
+  std::optional<ProblemRow> problem;
+  std::string intents_json;
+  std::string device_name;
+};
+
+// An LLM call of a session as the trace export reads it. `attempt_number`: the attempt it served,
+// as its recorded request says (`attempt`, docs/llm.md); calls recorded before it have none.
+struct TraceLlmCall {
+  int64_t id = 0;
+  std::optional<int> attempt_number;
+  std::string purpose, model, request_json, status, started_at;
+  std::optional<std::string> response;
+  std::optional<int64_t> input_tokens, output_tokens;
+  std::optional<double> cost_usd;
+  double latency_ms = 0;
+};
+
 class Store {
  public:
   // The default location: $XDG_DATA_HOME/openkernel/openkernel.db.
@@ -158,6 +181,12 @@ class Store {
   util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
   // The worker's full result JSON of evaluation `id` (nullopt when there is no such row).
   util::Result<std::optional<std::string>> evaluation_result(int64_t id);
+
+  // The trace export's reads (store_traces.cpp): every session, oldest first; a candidate's
+  // source; a session's LLM calls in the order they were recorded.
+  util::Result<std::vector<TraceSessionRow>> trace_sessions();
+  util::Result<std::optional<std::string>> candidate_source(int64_t id);
+  util::Result<std::vector<TraceLlmCall>> trace_llm_calls(const std::string& session);
 
   // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls,
   // events and the problems and candidates they use, and their intent trees) into this one,
