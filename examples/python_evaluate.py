@@ -29,8 +29,9 @@ def main() -> None:
     print(f"example: {result.verdict}, speedup {result.speedup:.2f}x, "
           f"reward {openkernel.reward(result):.3f}")
 
-    # A batch on one warm worker: the reference as text, the candidates as a path and as text
-    # (a plain PyTorch one, and one that forgot the clamp).
+    # A batch on one warm worker: the reference as text, the candidates as a path and as text:
+    # the reference's own PyTorch code (rejected: no custom kernel, reward -1) and the same
+    # without the clamp (incorrect, reward 0).
     reference = (HERE / "reference.py").read_text()
     plain = reference.replace("class Model(", "class ModelNew(")
     wrong = plain.replace("return torch.clamp(y, -1.0, 4.0)", "return y")

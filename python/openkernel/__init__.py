@@ -7,7 +7,14 @@ Errors: :class:`BadInput` (a ValueError: what the CLI exits 2 for) and :class:`I
 once the engine has stopped what it was running."""
 from __future__ import annotations
 
-from . import _core, problems
+try:
+    from . import _core
+except ImportError as e:  # the source folder (python/openkernel) has no extension in it
+    raise ImportError(
+        f"openkernel: the extension openkernel._core is not beside {__file__}: import the package "
+        "the build assembles (build/release/python, which scripts/setup.sh puts on the path; "
+        "docs/python.md), not the source folder") from e
+from . import problems
 from ._core import BadInput, InternalError
 from ._evaluate import Evaluator, evaluate, reward
 from ._results import Attempt, EvalResult, Event, Report, RuntimeStats, Standing

@@ -18,5 +18,6 @@ def test_the_example_script_runs(tmp_path: Path) -> None:
     lines = p.stdout.splitlines()
     assert lines[0].startswith("example: correct, speedup"), p.stdout
     batch = [line.split()[1] for line in lines if line.startswith("batch:")]
-    assert batch == ["correct", "correct", "incorrect"], p.stdout
-    assert "reward 0.0" in lines[-1] and "(spare process)" in lines[-1]
+    assert batch == ["correct", "rejected", "incorrect"], p.stdout
+    assert "reward -1.0" in lines[-2] and "reward 0.0" in lines[-1]
+    assert "(spare process)" in lines[-1]

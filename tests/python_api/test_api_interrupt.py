@@ -50,6 +50,13 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
 def running(pid: int, start: str) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -66,16 +73,17 @@ def test_ctrl_c_raises_keyboard_interrupt_and_leaves_nothing_running(tmp_path: P
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "evaluating"
-    # Wait until the candidate runs (its process is the worker's child, inside the sandbox).
+    # Wait until the candidate runs (its process is the worker's child, inside the sandbox), then
+    # give it time to be in its endless forward.
     deadline = time.monotonic() + 120
     seen: dict[int, str] = {}
-    while time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline and proc.poll() is None and not any(
+            "openkernel_worker.candidate" in cmdline(pid) for pid in seen):
         seen.update(descendants(proc.pid))
-        if len(seen) >= 3:  # the worker, the sandbox and the candidate
-            break
         time.sleep(0.2)
-    time.sleep(1.0)
+    time.sleep(2.0)
     seen.update(descendants(proc.pid))
+    assert any("openkernel_worker.candidate" in cmdline(pid) for pid in seen), seen
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert "interrupted after" in out, out + err
