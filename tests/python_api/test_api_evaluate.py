@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import openkernel
-from conftest import BINARY, FIXTURES, QUICK, SWISH
+from conftest import BINARY, FIXTURES, QUICK
 
 REFERENCE = FIXTURES / "ref_scaled_relu.py"
 CORRECT = FIXTURES / "cand_correct.py"
@@ -77,8 +77,7 @@ def test_two_threads_share_one_evaluator(evaluator: Any) -> None:
 
     def run(i: int) -> None:
         try:
-            results[i] = evaluator.evaluate(CORRECT if i == 0 else SWISH / "candidate.py",
-                                            REFERENCE if i == 0 else SWISH / "reference.py")
+            results[i] = evaluator.evaluate(CORRECT, REFERENCE, seed=100 + i)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -89,8 +88,7 @@ def test_two_threads_share_one_evaluator(evaluator: Any) -> None:
         t.join(timeout=600)
     assert not errors, errors
     assert [results[i].verdict for i in (0, 1)] == ["correct", "correct"]
-    assert results[0].problem["path"] == str(REFERENCE)
-    assert results[1].problem["path"] == str(SWISH / "reference.py")
+    assert [results[i].seed for i in (0, 1)] == [100, 101]
     assert results[0].evaluation_id != results[1].evaluation_id
 
 
