@@ -39,6 +39,7 @@ BINARY = Path(os.environ.get("OPENKERNEL_BIN") or ROOT / "build/release/bin/open
 
 
 def candidates(template: str, n: int, folder: str) -> List[str]:
+    os.makedirs(folder, exist_ok=True)
     out = []
     for i in range(n):
         path = unique_copy(template, i, folder)
