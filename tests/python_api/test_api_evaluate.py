@@ -81,12 +81,24 @@ def test_two_threads_share_one_evaluator(evaluator: Any) -> None:
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
+    ticks = []
+    done = threading.Event()
+
+    def tick() -> None:  # Python keeps running while the engine works: the GIL is released
+        while not done.wait(0.01):
+            ticks.append(1)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=600)
+    done.set()
+    ticker.join()
     assert not errors, errors
+    assert len(ticks) > 50
     assert [results[i].verdict for i in (0, 1)] == ["correct", "correct"]
     assert [results[i].seed for i in (0, 1)] == [100, 101]
     assert results[0].evaluation_id != results[1].evaluation_id
