@@ -100,3 +100,20 @@ for preset in "${presets[@]}"; do
     exit 1
   fi
 done
+
+# The Python API (docs/python.md): the release build assembles the package in build/release/python;
+# a .pth file in the user site-packages of the Python with torch names that folder, so that
+# `import openkernel` works in that Python without PYTHONPATH and without pip (Debian's Python is
+# externally managed). Rewritten by every set-up: the last checkout set up is the one imported.
+api="$PWD/build/release/python"
+if [ -f "$api/openkernel/__init__.py" ] && ls "$api"/openkernel/_core*.so >/dev/null 2>&1; then
+  py="${OPENKERNEL_PYTHON:-/usr/bin/python3}"
+  if site="$("$py" -m site --user-site 2>/dev/null)" && mkdir -p "$site" 2>/dev/null; then
+    if [ "$(cat "$site/openkernel.pth" 2>/dev/null)" != "$api" ]; then
+      echo "$api" >"$site/openkernel.pth"
+      echo "setup: import openkernel: $site/openkernel.pth -> $api"
+    fi
+  else
+    echo "setup: warning: no user site-packages for $py; use PYTHONPATH=$api" >&2
+  fi
+fi

@@ -225,8 +225,8 @@ util::Result<std::optional<llm::Endpoint>> model_endpoint(const LlmOptions& flag
 
 // Prints the report (or, with --json, one JSON line) when the front end wants it, and returns the
 // exit code: 130 when the session was interrupted.
-int finish(const nlohmann::json& report, const optimize::Outcome& outcome,
-           const std::string& session, const OptimizeOptions& o, const FrontEnd& fe) {
+int finish(const nlohmann::json& report, const std::string& status, const std::string& session,
+           const OptimizeOptions& o, const FrontEnd& fe) {
   if (fe.print_report) {
     if (o.json)
       fmt::print("{}\n", report.dump());
@@ -234,7 +234,7 @@ int finish(const nlohmann::json& report, const optimize::Outcome& outcome,
       fmt::print("{}\nReports: {} and report.json\n", optimize::report_markdown(report),
                  report["report_md"].get<std::string>());
   }
-  if (outcome.status != "interrupted") return 0;
+  if (status != "interrupted") return 0;
   if (!fe.quiet)
     fmt::print(stderr,
                "interrupted: the best so far is kept; continue with "
@@ -284,7 +284,7 @@ optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
   deps.generator = agents.generator();
   deps.critic = agents.critic();
   deps.ledger = agents.ledger();
-  deps.cancel = &util::cancel_flag();
+  deps.cancel = fe.cancel ? fe.cancel : &util::cancel_flag();
   deps.control = fe.control;
   deps.cache_dir = util::cache_dir().string();
   if (optimize::prebuild_wanted(opts)) {
@@ -299,22 +299,23 @@ optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
 
 }  // namespace
 
-int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe) {
+util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const OptimizeOptions& o,
+                                           const FrontEnd& fe) {
   const Messages messages(fe);
   auto cfg = config::load_default();
-  if (!cfg) return report_error(cfg.error());
-  if (auto r = check_flags(o); !r) return report_error(r.error());
+  if (!cfg) return std::unexpected(cfg.error());
+  if (auto r = check_flags(o); !r) return std::unexpected(r.error());
   auto st = open_store(g, *cfg);
-  if (!st) return report_error(st.error());
+  if (!st) return std::unexpected(st.error());
   auto run = session_to_run(o, *cfg, *st, messages);
-  if (!run) return report_error(run.error());
+  if (!run) return std::unexpected(run.error());
   optimize::Options& opts = run->options;
   const std::string& session = run->id;
 
   auto worker = start_worker(*cfg, o.python);
-  if (!worker) return report_error(worker.error());
+  if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, o.resume.empty() ? o.backend : opts.backend, "triton");
-  if (!backend) return report_error(backend.error());
+  if (!backend) return std::unexpected(backend.error());
   if (o.resume.empty()) {
     opts.backend = *backend;
     opts.limits.threads = threads_for(opts.backend, o.limits.threads);
@@ -323,23 +324,23 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEn
     messages.note("WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.", true);
 
   auto endpoint = model_endpoint(o.llm, opts, *cfg);
-  if (!endpoint) return report_error(endpoint.error());
+  if (!endpoint) return std::unexpected(endpoint.error());
 
   std::error_code ec;
   std::filesystem::create_directories(opts.out_dir, ec);
   if (ec)
-    return report_error({ErrorKind::kBadInput,
-                         fmt::format("cannot create {}: {}", opts.out_dir.string(), ec.message())});
+    return util::fail(ErrorKind::kBadInput,
+                      fmt::format("cannot create {}: {}", opts.out_dir.string(), ec.message()));
   if (o.resume.empty())
     if (auto r = st->insert_session(optimize::new_session_row(session, opts)); !r)
-      return report_error(r.error());
+      return std::unexpected(r.error());
   if (fe.on_session) fe.on_session(session);
   messages.note(
       fmt::format("session {}  (resume with: openkernel optimize --resume {})", session, session));
 
   if (fe.handle_interrupt) util::install_interrupt_handler();
   auto problem = optimize::prepare_problem(*worker, opts);
-  if (!problem) return report_error(problem.error());
+  if (!problem) return std::unexpected(problem.error());
 
   auto agents = optimize::Agents::make(
       opts, session, *endpoint, st->path(), optimize::spent_usd(run->resumed),
@@ -350,11 +351,17 @@ int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEn
   auto outcome =
       optimize::run_session(session, opts, std::move(*problem), std::move(run->resumed), deps);
   observers.warn_if_events_were_lost();  // also when the session failed
-  if (!outcome) return report_error(outcome.error());
+  if (!outcome) return std::unexpected(outcome.error());
 
   auto report = optimize::write_reports(opts, *outcome, st->path());
-  if (!report) return report_error(report.error());
-  return finish(*report, *outcome, session, o, fe);
+  if (!report) return std::unexpected(report.error());
+  return OptimizeRun{std::move(*report), outcome->status, session};
+}
+
+int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe) {
+  auto run = optimize_session(g, o, fe);
+  if (!run) return report_error(run.error());
+  return finish(run->report, run->status, run->session, o, fe);
 }
 
 void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {

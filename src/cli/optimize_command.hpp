@@ -12,7 +12,9 @@
 // printed on stderr (report_error) even when quiet.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/command.hpp"
@@ -66,9 +68,22 @@ struct FrontEnd {
   // for a front end that handles its signals itself (the terminal UI restores the terminal
   // first) and sets util::cancel_flag() on Ctrl-C.
   bool handle_interrupt = true;
+  // What stops the session as Ctrl-C does (status interrupted, resumable); null:
+  // util::cancel_flag(). The Python API passes a flag of its own per call.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // `openkernel optimize`'s whole run; returns its exit code (above).
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe);
+
+// The same run without its printing at the end: the report (report.json's object) and the
+// session's status (finished, interrupted, stopped), or the error run_optimize would print.
+struct OptimizeRun {
+  nlohmann::json report;
+  std::string status;
+  std::string session;
+};
+util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const OptimizeOptions& o,
+                                           const FrontEnd& fe);
 
 }  // namespace ok::cli

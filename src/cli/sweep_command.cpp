@@ -6,13 +6,14 @@
 // Exit codes (sweep): 0 every selected problem has a finished run; 1 some runs failed (their rows
 // say verdict `error`; re-running the command retries them); 2 bad usage or input; 130 interrupted
 // (re-run the same command to continue). Baseline: 0 all measured, 1 some failed, 2 bad usage.
+#include "cli/sweep_command.hpp"
+
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "cli/context.hpp"
 #include "problems/kernelbench.hpp"
 #include "score/report.hpp"
 #include "sweep/baseline.hpp"
@@ -29,24 +30,6 @@ using util::ErrorKind;
 namespace {
 
 constexpr int kInterrupted = 130;
-
-struct SweepCliOptions {
-  int level = 0;
-  std::string problems;
-  std::string kernelbench_dir;
-  std::string backend, model, base_url, mode = "fast";
-  int iterations = 0;
-  double budget_usd = 0;
-  std::string output;
-  std::string executor = "local";
-  std::string gpus;
-  int jobs = 0;
-  std::vector<std::string> slurm_args;
-  std::string python;
-  long long seed = 1;
-  eval::Limits limits;
-  bool json = false;
-};
 
 std::string duration(double s) {
   if (s < 0) return "?";
@@ -113,23 +96,15 @@ util::Result<std::string> sweep_backend(const SweepCliOptions& c, const config::
 
 // Prints the sweep's summary (or, with --json, one JSON line with the score) and returns the exit
 // code: 130 interrupted, 1 when a problem failed, else 0.
-int print_summary(const sweep::Options& o, const sweep::Outcome& out, double wall, bool as_json) {
-  json summary = {{"output", o.output.string()},
-                  {"work_dir", sweep::work_dir(o.output).string()},
-                  {"db", o.db.string()},
-                  {"planned", out.planned},
-                  {"skipped", out.skipped},
-                  {"ran", out.ran},
-                  {"failed", out.failed},
-                  {"interrupted", out.interrupted},
-                  {"wall_s", wall}};
-  if (!out.rows.empty()) summary["score"] = score::score_json(out.rows);
+int print_summary(const SweepDone& done, bool as_json) {
+  const sweep::Options& o = done.options;
+  const sweep::Outcome& out = done.outcome;
   if (as_json) {
-    fmt::print("{}\n", summary.dump());
+    fmt::print("{}\n", sweep_summary_json(done).dump());
   } else {
     fmt::print("Results: {} ({} rows; {} ran now, {} done before, {} failed, {})\n",
                o.output.string(), out.rows.size(), out.ran, out.skipped, out.failed,
-               duration(wall));
+               duration(done.wall_s));
     if (!out.rows.empty()) fmt::print("{}", score::score_text(out.rows));
   }
   if (out.interrupted) {
@@ -139,43 +114,41 @@ int print_summary(const sweep::Options& o, const sweep::Outcome& out, double wal
   return out.failed > 0 ? 1 : 0;
 }
 
-int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
-  auto cfg = config::load_default();
-  if (!cfg) return report_error(cfg.error());
-  if (c.iterations < 0) return report_error({ErrorKind::kUsage, "--iterations must be positive"});
-  if (auto r = check_limits(c.limits); !r) return report_error(r.error());
-  if (c.jobs < 0) return report_error({ErrorKind::kUsage, "--jobs must be positive"});
+// The flags' checks and the sweep's options, but the backend and the executable.
+util::Result<sweep::Options> sweep_options(const SweepCliOptions& c, const config::Config& cfg) {
+  if (c.iterations < 0) return util::fail(ErrorKind::kUsage, "--iterations must be positive");
+  if (auto r = check_limits(c.limits); !r) return std::unexpected(r.error());
+  if (c.jobs < 0) return util::fail(ErrorKind::kUsage, "--jobs must be positive");
   if (c.jobs > 0 && !c.gpus.empty())
-    return report_error(
-        {ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both"});
-  if (c.budget_usd < 0) return report_error({ErrorKind::kUsage, "--budget-usd must be >= 0"});
+    return util::fail(ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both");
+  if (c.budget_usd < 0) return util::fail(ErrorKind::kUsage, "--budget-usd must be >= 0");
   if (c.executor == "slurm" && (!c.gpus.empty() || c.jobs > 0))
-    return report_error({ErrorKind::kUsage,
-                         "--gpus and --jobs are for --executor local; SLURM places each task "
-                         "(pass --slurm-arg for partitions, GPUs and limits)"});
+    return util::fail(ErrorKind::kUsage,
+                      "--gpus and --jobs are for --executor local; SLURM places each task "
+                      "(pass --slurm-arg for partitions, GPUs and limits)");
   sweep::Options o;
   o.level = c.level;
   if (!c.problems.empty()) {
     auto sel = sweep::parse_selection(c.problems);
-    if (!sel) return report_error(sel.error());
+    if (!sel) return std::unexpected(sel.error());
     o.problems = *sel;
   }
-  auto dir = kernelbench_dir(c.kernelbench_dir, *cfg);
-  if (!dir) return report_error(dir.error());
+  auto dir = kernelbench_dir(c.kernelbench_dir, cfg);
+  if (!dir) return std::unexpected(dir.error());
   o.kernelbench_dir = std::filesystem::absolute(*dir);
   if (!c.gpus.empty()) {
     for (const auto& raw : util::split(c.gpus, ',')) {
       std::string id = util::trim(raw);
       if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-        return report_error(
-            {ErrorKind::kUsage, fmt::format("--gpus '{}': give GPU indices such as 0,1", c.gpus)});
+        return util::fail(ErrorKind::kUsage,
+                          fmt::format("--gpus '{}': give GPU indices such as 0,1", c.gpus));
       o.gpus.push_back(id);
     }
   }
   o.jobs = c.jobs > 0 ? c.jobs : 1;
   o.executor = c.executor;
   o.slurm_args = c.slurm_args;
-  o.model = !c.model.empty() ? c.model : cfg->model.value_or("builtin");
+  o.model = !c.model.empty() ? c.model : cfg.model.value_or("builtin");
   o.base_url = c.base_url;
   o.mode = c.mode;
   o.iterations = c.iterations;
@@ -187,35 +160,13 @@ int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
       !c.output.empty() ? std::filesystem::path(c.output)
                         : std::filesystem::path("results") /
                               fmt::format("level{}_{}.tsv", c.level, safe_name(o.model)));
-  std::error_code ec;
-  o.binary = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return report_error({ErrorKind::kInternal, "cannot find the openkernel executable"});
-  auto st = open_store(g, *cfg);
-  if (!st) return report_error(st.error());
-  o.db = std::filesystem::absolute(st->path());
+  return o;
+}
 
-  auto backend = sweep_backend(c, *cfg);
-  if (!backend) return report_error(backend.error());
-  o.backend = *backend;
-  if (!o.gpus.empty() && o.backend == "cpu")
-    return report_error({ErrorKind::kUsage,
-                         "--gpus needs a GPU backend (triton or cuda); on "
-                         "the CPU use --jobs"});
-
-  auto tasks = sweep::plan(o);
-  if (!tasks) return report_error(tasks.error());
-  if (o.limits.no_sandbox)
-    fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
-  fmt::print(stderr, "sweep  level {}, {} problems, backend {}, model {}, executor {} -> {}\n",
-             o.level, tasks->size(), o.backend, o.model, o.executor, o.output.string());
-
-  util::install_interrupt_handler();
-  auto t0 = std::chrono::steady_clock::now();
-  auto out = sweep::run(o, std::move(*tasks), &util::cancel_flag(), sweep_progress(g.quiet));
-  if (!out) return report_error(out.error());
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  return print_summary(o, *out, wall, c.json);
+int run_sweep(const GlobalOptions& g, const SweepCliOptions& c) {
+  auto done = sweep_session(g, c, {});
+  if (!done) return report_error(done.error());
+  return print_summary(*done, c.json);
 }
 
 // -- baseline ------------------------------------------------------------------------------------
@@ -304,6 +255,57 @@ void add_selection_options(CLI::App* cmd, int& level, std::string& problems,
 }
 
 }  // namespace
+
+nlohmann::json sweep_summary_json(const SweepDone& done) {
+  const sweep::Options& o = done.options;
+  const sweep::Outcome& out = done.outcome;
+  json summary = {{"output", o.output.string()}, {"work_dir", sweep::work_dir(o.output).string()},
+                  {"db", o.db.string()},         {"planned", out.planned},
+                  {"skipped", out.skipped},      {"ran", out.ran},
+                  {"failed", out.failed},        {"interrupted", out.interrupted},
+                  {"wall_s", done.wall_s}};
+  if (!out.rows.empty()) summary["score"] = score::score_json(out.rows);
+  return summary;
+}
+
+util::Result<SweepDone> sweep_session(const GlobalOptions& g, const SweepCliOptions& c,
+                                      const SweepHooks& hooks) {
+  auto cfg = config::load_default();
+  if (!cfg) return std::unexpected(cfg.error());
+  auto opts = sweep_options(c, *cfg);
+  if (!opts) return std::unexpected(opts.error());
+  sweep::Options& o = *opts;
+  std::error_code ec;
+  o.binary =
+      hooks.binary.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec) : hooks.binary;
+  if (ec) return util::fail(ErrorKind::kInternal, "cannot find the openkernel executable");
+  auto st = open_store(g, *cfg);
+  if (!st) return std::unexpected(st.error());
+  o.db = std::filesystem::absolute(st->path());
+
+  auto backend = sweep_backend(c, *cfg);
+  if (!backend) return std::unexpected(backend.error());
+  o.backend = *backend;
+  if (!o.gpus.empty() && o.backend == "cpu")
+    return util::fail(ErrorKind::kUsage,
+                      "--gpus needs a GPU backend (triton or cuda); on the CPU use --jobs");
+
+  auto tasks = sweep::plan(o);
+  if (!tasks) return std::unexpected(tasks.error());
+  if (o.limits.no_sandbox)
+    fmt::print(stderr, "WARNING: --no-sandbox: generated candidates run WITHOUT the sandbox.\n");
+  if (!hooks.observer)
+    fmt::print(stderr, "sweep  level {}, {} problems, backend {}, model {}, executor {} -> {}\n",
+               o.level, tasks->size(), o.backend, o.model, o.executor, o.output.string());
+
+  if (!hooks.cancel) util::install_interrupt_handler();
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = sweep::run(o, std::move(*tasks), hooks.cancel ? hooks.cancel : &util::cancel_flag(),
+                        hooks.observer ? hooks.observer : sweep_progress(g.quiet));
+  if (!out) return std::unexpected(out.error());
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return SweepDone{std::move(o), std::move(*out), wall};
+}
 
 void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   auto o = std::make_shared<SweepCliOptions>();

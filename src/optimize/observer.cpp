@@ -93,43 +93,43 @@ std::optional<util::Error> StoreObserver::error() const {
                                                lost_ == 1 ? "" : "s", error_->message)};
 }
 
-void StoreObserver::started(const Standing& s, const SessionInfo& info) {
+void RowObserver::started(const Standing& s, const SessionInfo& info) {
   append(row("started", 0, s.total, info.what, with_standing(s, {{"info", payload::info(info)}})));
 }
-void StoreObserver::strategy(const Standing& s, const std::string& text) {
+void RowObserver::strategy(const Standing& s, const std::string& text) {
   append(row("strategy", 0, s.total, text, with_standing(s)));
 }
-void StoreObserver::generating(const Standing& s, int number, const std::string& what) {
+void RowObserver::generating(const Standing& s, int number, const std::string& what) {
   append(row("generating", number, s.total, what, with_standing(s)));
 }
-void StoreObserver::model_text(int number, std::string_view text) {
+void RowObserver::model_text(int number, std::string_view text) {
   append(row("model_text", number, 0, std::string(text)));
 }
-void StoreObserver::model_retry(int number, const std::string& why) {
+void RowObserver::model_retry(int number, const std::string& why) {
   append(row("model_retry", number, 0, why));
 }
-void StoreObserver::evaluating(const Standing& s, int number, const std::string& description) {
+void RowObserver::evaluating(const Standing& s, int number, const std::string& description) {
   append(row("evaluating", number, s.total, description, with_standing(s)));
 }
-void StoreObserver::attempt_finished(const Standing& s, const Attempt& a) {
+void RowObserver::attempt_finished(const Standing& s, const Attempt& a) {
   append(row("attempt_finished", a.number, s.total, a.verdict,
              with_standing(s, {{"attempt", payload::attempt(a)}})));
 }
-void StoreObserver::diagnosed(const Standing& s, const Attempt& a) {
+void RowObserver::diagnosed(const Standing& s, const Attempt& a) {
   append(row("diagnosed", a.number, s.total, payload::bottleneck(a),
              with_standing(s, {{"diagnosis", payload::diagnosis(a)}})));
 }
-void StoreObserver::search_decision(const Standing& s, int intent, const std::string& kind,
-                                    const std::string& text) {
+void RowObserver::search_decision(const Standing& s, int intent, const std::string& kind,
+                                  const std::string& text) {
   append(row("search_decision", intent, s.total, text, with_standing(s, {{"decision", kind}})));
 }
-void StoreObserver::warning(const std::string& text) {
+void RowObserver::warning(const std::string& text) {
   append(row("warning", 0, 0, text));
 }
-void StoreObserver::control(const Standing& s, const std::string& state) {
+void RowObserver::control(const Standing& s, const std::string& state) {
   append(row("control", 0, s.total, state, with_standing(s)));
 }
-void StoreObserver::stopped(const Standing& s, const std::string& reason) {
+void RowObserver::stopped(const Standing& s, const std::string& reason) {
   append(row("stopped", 0, s.total, reason, with_standing(s)));
 }
 

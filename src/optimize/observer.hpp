@@ -96,28 +96,38 @@ class FanOut final : public Observer {
   std::vector<Observer*> observers_;
 };
 
+// Renders every event as its row of the store's events table (docs/store.md, "events": kind,
+// number, total, text and the JSON payload) and hands the row to append(): the one rendering that
+// StoreObserver writes and the Python API passes to its callback. append() is called from the
+// threads the events come from (model_text from several at once): it must be thread-safe.
+class RowObserver : public Observer {
+ public:
+  void started(const Standing& s, const SessionInfo& info) final;
+  void strategy(const Standing& s, const std::string& text) final;
+  void generating(const Standing& s, int number, const std::string& what) final;
+  void model_text(int number, std::string_view text) final;
+  void model_retry(int number, const std::string& why) final;
+  void evaluating(const Standing& s, int number, const std::string& description) final;
+  void attempt_finished(const Standing& s, const Attempt& a) final;
+  void diagnosed(const Standing& s, const Attempt& a) final;
+  void search_decision(const Standing& s, int intent, const std::string& kind,
+                       const std::string& text) final;
+  void warning(const std::string& text) final;
+  void control(const Standing& s, const std::string& state) final;
+  void stopped(const Standing& s, const std::string& reason) final;
+
+ protected:
+  virtual void append(store::EventRow row) = 0;
+};
+
 // Appends every event of session `session` to the store's events table, on a connection of its
 // own, serialised by its mutex (so it is thread-safe). The event kinds are the method names; the
 // columns and payloads are in docs/store.md. A failed write (a store busy past its timeout, say)
 // loses that event only: error() says how many were lost and why, and the session goes on.
-class StoreObserver final : public Observer {
+class StoreObserver final : public RowObserver {
  public:
   static util::Result<std::unique_ptr<StoreObserver>> open(const std::filesystem::path& db,
                                                            std::string session);
-
-  void started(const Standing& s, const SessionInfo& info) override;
-  void strategy(const Standing& s, const std::string& text) override;
-  void generating(const Standing& s, int number, const std::string& what) override;
-  void model_text(int number, std::string_view text) override;
-  void model_retry(int number, const std::string& why) override;
-  void evaluating(const Standing& s, int number, const std::string& description) override;
-  void attempt_finished(const Standing& s, const Attempt& a) override;
-  void diagnosed(const Standing& s, const Attempt& a) override;
-  void search_decision(const Standing& s, int intent, const std::string& kind,
-                       const std::string& text) override;
-  void warning(const std::string& text) override;
-  void control(const Standing& s, const std::string& state) override;
-  void stopped(const Standing& s, const std::string& reason) override;
 
   // Why events were lost, with how many; nullopt while every write succeeded.
   std::optional<util::Error> error() const;
@@ -125,7 +135,7 @@ class StoreObserver final : public Observer {
  private:
   StoreObserver(store::Store store, std::string session)
       : store_(std::move(store)), session_(std::move(session)) {}
-  void append(store::EventRow row);
+  void append(store::EventRow row) override;
 
   store::Store store_;
   std::string session_;
