@@ -32,6 +32,9 @@ void add_search_commands(CLI::App& app, GlobalOptions& g, Action& action);
 // `charts`: benchmark charts of results TSVs and stores (charts_command.cpp).
 void add_charts_command(CLI::App& app, GlobalOptions& g, Action& action);
 
+// `skills`: the skill library (skills_command.cpp).
+void add_skills_command(CLI::App& app, GlobalOptions& g, Action& action);
+
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);
 

@@ -188,6 +188,7 @@ util::Result<optimize::Options> new_session(const OptimizeOptions& o, const conf
   opts.stop_at_sol = o.stop_at_sol;
   opts.compile_baseline = !o.no_compile_baseline;
   if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
+  opts.skills = !o.no_skills;
   session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
   if (!o.session_id.empty()) {
     auto existing = st.find_session(session);
@@ -399,6 +400,8 @@ void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--no-compile-baseline", o.no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");
+  cmd->add_flag("--no-skills", o.no_skills,
+                "Use no skills of the library and teach it nothing (ablations; docs/skills.md)");
   cmd->add_flag("--json", o.json, "Print one JSON object (the report) as the last line");
   add_python_option(cmd, o.python);
   cmd->add_option("--seed", o.seed, "Seed of the builtin generator (default: random)");

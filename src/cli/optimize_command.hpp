@@ -45,6 +45,7 @@ struct OptimizeOptions {
   double stop_at_sol = optimize::kSpeedOfLightStop;
   bool no_compile_baseline = false;
   std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
+  bool no_skills = false;  // neither retrieve nor learn skills (a resume keeps the session's)
 };
 
 // Declares every `optimize` flag on `cmd` (`--db` into g.db). `--json` is declared too: a front

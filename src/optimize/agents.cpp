@@ -303,6 +303,8 @@ class LlmGenerator final : public Generator {
     ctx["guidance"] = p.guidance.empty() ? json(nullptr) : json(p.guidance);
     ctx["skills"] = skills_context(skills_, p.backend);
     ctx["has_skills"] = !ctx["skills"].empty();
+    const std::string library = skills::prompt_section(p.library, skills::kPromptBudgetChars);
+    ctx["skill_library"] = library.empty() ? json(nullptr) : json(library);
     const Attempt* best = nullptr;
     for (const auto& a : history)
       if (a.correct && a.speedup && (!best || *a.speedup > *best->speedup)) best = &a;

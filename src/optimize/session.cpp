@@ -35,7 +35,8 @@ json Options::to_json() const {
             {"strategy", strategy},
             {"stop_at_sol", stop_at_sol},
             {"compile_baseline", compile_baseline},
-            {"prebuild", prebuild}};
+            {"prebuild", prebuild},
+            {"skills", skills}};
   j["budget_wall_s"] = budget_wall_s ? json(*budget_wall_s) : json(nullptr);
   j["budget_device_s"] = budget_device_s ? json(*budget_device_s) : json(nullptr);
   j["level"] = level ? json(*level) : json(nullptr);
@@ -77,6 +78,7 @@ Options Options::from_json(const json& j) {
   o.stop_at_sol = j.value("stop_at_sol", kSpeedOfLightStop);
   o.compile_baseline = j.value("compile_baseline", true);
   o.prebuild = j.value("prebuild", std::string("off"));
+  o.skills = j.value("skills", true);
   return o;
 }
 

@@ -67,6 +67,9 @@ struct Options {
   // Pre-builds of load_inline candidates in a GPU-less build worker (docs/search.md): off (the
   // default: opt-in until measured on the GPU machine), auto (on a GPU backend), on.
   std::string prebuild = "off";
+  // The skill library (docs/skills.md): retrieve skills at the start and learn from the session at
+  // its end. false (--no-skills): neither, for ablations.
+  bool skills = true;
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);
@@ -93,7 +96,8 @@ struct Outcome {
   std::string error;  // why the session failed, when it did
   // The search: policy, strategy, problem class, in_flight, device_busy_s, wall_s,
   // device_busy_fraction, evaluations, evaluations_to_best, decisions, and the intent tree;
-  // `prebuild` (PreBuilder::summary) when pre-builds ran.
+  // `prebuild` (PreBuilder::summary) when pre-builds ran; `skills` (the skills fed, each with its
+  // outcome once the session finished, and the skill learnt: docs/skills.md).
   nlohmann::json search = nlohmann::json::object();
 };
 

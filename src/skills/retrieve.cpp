@@ -207,7 +207,8 @@ std::vector<size_t> prior_order(const std::vector<json>& points,
                                 const std::vector<RankedSkill>& ranked) {
   std::vector<const Skill*> applicable;
   for (const auto& r : ranked)
-    if (r.skill.kind == "builtin" && template_in(r.skill, points)) applicable.push_back(&r.skill);
+    if (r.skill.kind == "builtin" && r.skill.provenance != "seed" && template_in(r.skill, points))
+      applicable.push_back(&r.skill);
   std::vector<double> score(points.size(), 0.0);
   for (size_t i = 0; i < points.size(); ++i)
     for (size_t k = 0; k < applicable.size(); ++k) {

@@ -49,11 +49,16 @@ std::vector<RankedSkill> retrieve(const std::vector<Skill>& library, const Signa
 bool names_point(const Skill& s, const nlohmann::json& point);
 
 // The template points' new order (indices into `points`), best first: each point scores
-// max over the applicable builtin skills k (in rank order, k = 0, 1, ...) of
+// max over the applicable learned builtin skills k (in rank order, k = 0, 1, ...; a seed skill
+// stands for its template's own prior order, which the proposer follows already) of
 // match / (1 + k), match 1 when the skill names the point, else half the fraction of its
 // parameters the point shares; a stable sort keeps the proposer's order among equal scores.
 std::vector<size_t> prior_order(const std::vector<nlohmann::json>& points,
                                 const std::vector<RankedSkill>& ranked);
+
+// The model prompt's skill section's budget: 6000 characters, about 1500 tokens at the
+// documented estimate of four characters a token.
+inline constexpr size_t kPromptBudgetChars = 6000;
 
 // The model prompt's section on the ranked skills, at most `budget_chars` characters: each skill
 // with its confidence, evidence counts and hardware, its text, a model skill's technique and its
