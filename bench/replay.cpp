@@ -88,7 +88,7 @@ Landscape reordered(const Landscape& l, const std::vector<size_t>& order) {
 
 // One search of one problem with `budget` evaluations.
 Run search_one(const Landscape& l, search::Policy policy, const search::SearchParams& params,
-               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace = false) {
+               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace) {
   search::Planner planner(policy, params, l.space, seed, l.problem);
   Run r;
   for (int n = 1; n <= budget; ++n) {

@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
     if (!lib_store) return usage(lib_store.error().message);
     if (auto s = sk::ensure_seeds(*lib_store, ok::util::resource_root() / "data/skills"); !s)
       return usage(s.error().message);
-    json out = {{"learning", json::array()}, {"held_out", json::array()}, {"results", json::array()}};
+    json out = {
+        {"learning", json::array()}, {"held_out", json::array()}, {"results", json::array()}};
     fmt::print("learning part:\n");
     for (const auto& l : *loaded) {
       if (held_out.count(l.session)) continue;
@@ -170,7 +171,8 @@ int main(int argc, char** argv) {
                      ? fmt::format("{:.3f}x", *l.points[order.front()].speedup)
                      : l.points[order.front()].verdict,
                  fed);
-      out["held_out"].push_back({{"session", l.session}, {"fed", fed}, {"first_point", order.front()}});
+      out["held_out"].push_back(
+          {{"session", l.session}, {"fed", fed}, {"first_point", order.front()}});
     }
     if (without.problems.empty()) return usage("no held-out session among the sessions");
     fmt::print("\n{:>6}  {:<8} {:<8} {:>9} {:>10} {:>12}\n", "evals", "policy", "library",
@@ -217,7 +219,8 @@ int main(int argc, char** argv) {
               sum += to_optimum(arm->problems[k], policy, seed * 1000003u + k);
               ++n;
             }
-        fmt::print("  {:<8} {:<8} {:.2f}\n", search::policy_name(policy), arm->name, n ? sum / n : 0);
+        fmt::print("  {:<8} {:<8} {:.2f}\n", search::policy_name(policy), arm->name,
+                   n ? sum / n : 0);
         out["to_optimum"][search::policy_name(policy)][arm->name] = n ? sum / n : 0;
       }
     if (!json_out.empty() && !ok::util::write_file(json_out, out.dump(2) + "\n"))

@@ -86,6 +86,7 @@ util::Result<Outcome> Loop::run() {
                   planner_->space().empty()
                       ? ""
                       : fmt::format(", {} template points", planner_->space().size())));
+  if (!skills_note_.empty()) observer_.search_decision(standing(), -1, "skills", skills_note_);
   start_prebuilds();
   started_at_ = Clock::now();
   auto stopping = drive();

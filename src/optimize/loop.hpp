@@ -149,6 +149,7 @@ class Loop {
   skills::Signature skills_signature_;
   // What the session was fed and, once finished, what each did and what it taught.
   nlohmann::json skills_report_ = nullptr;
+  std::string skills_note_;  // the skills fed, told once the session has started
 };
 
 }  // namespace ok::optimize

@@ -95,8 +95,7 @@ util::Result<void> Loop::choose_skills(std::vector<json>& points) {
   std::string names;
   for (const auto& r : problem_.library) names += (names.empty() ? "" : ", ") + r.skill.id;
   if (!names.empty())
-    observer_.search_decision(standing(), -1, "skills",
-                              fmt::format("{} skills fed: {}", problem_.library.size(), names));
+    skills_note_ = fmt::format("{} skills fed: {}", problem_.library.size(), names);
   return {};
 }
 

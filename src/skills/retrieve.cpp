@@ -205,9 +205,14 @@ bool names_point(const Skill& s, const json& point) {
 
 std::vector<size_t> prior_order(const std::vector<json>& points,
                                 const std::vector<RankedSkill>& ranked) {
+  // Only skills learnt on this very pattern: analogies from the family (a softmax's best point
+  // for a log-softmax) misled more than they helped on the measured landscapes
+  // (bench/results/cpu_skills_ablation.txt); they still reach the prompt.
+  const std::string pattern = points.empty() ? "" : points.front().value("pattern", std::string());
   std::vector<const Skill*> applicable;
   for (const auto& r : ranked)
-    if (r.skill.kind == "builtin" && r.skill.provenance != "seed" && template_in(r.skill, points))
+    if (r.skill.kind == "builtin" && r.skill.provenance != "seed" &&
+        r.skill.signature.pattern == pattern && template_in(r.skill, points))
       applicable.push_back(&r.skill);
   std::vector<double> score(points.size(), 0.0);
   for (size_t i = 0; i < points.size(); ++i)

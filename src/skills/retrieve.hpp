@@ -49,10 +49,11 @@ std::vector<RankedSkill> retrieve(const std::vector<Skill>& library, const Signa
 bool names_point(const Skill& s, const nlohmann::json& point);
 
 // The template points' new order (indices into `points`), best first: each point scores
-// max over the applicable learned builtin skills k (in rank order, k = 0, 1, ...; a seed skill
-// stands for its template's own prior order, which the proposer follows already) of
+// max over the applicable skills k (in rank order, k = 0, 1, ...; a seed skill stands for its
+// template's own prior order, which the proposer follows already) of
 // match / (1 + k), match 1 when the skill names the point, else half the fraction of its
 // parameters the point shares; a stable sort keeps the proposer's order among equal scores.
+// Applicable: learned builtin skills of the points' own pattern whose template is among them.
 std::vector<size_t> prior_order(const std::vector<nlohmann::json>& points,
                                 const std::vector<RankedSkill>& ranked);
 

@@ -129,6 +129,10 @@ TEST(SkillsRetrieve, SignatureFirstThenTextAndTheTemplateMustBeOnOffer) {
   // The prior order puts the learned point first, the other GPU's second.
   auto order = sk::prior_order(o.points, ranked);
   EXPECT_EQ(order, (std::vector<size_t>{1, 2, 0}));
+  // On a sibling pattern (log_softmax) the skills are analogies: the proposer's order stands.
+  std::vector<json> sibling = o.points;
+  for (auto& p : sibling) p["pattern"] = "row:log_softmax";
+  EXPECT_EQ(sk::prior_order(sibling, ranked), (std::vector<size_t>{0, 1, 2}));
   // Skills below the confidence floor are not fed.
   sk::Skill weak = *learned;
   for (int i = 0; i < 6; ++i) weak.evidence.push_back({.session = "f", .outcome = "failed"});

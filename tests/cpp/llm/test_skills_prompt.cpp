@@ -43,6 +43,7 @@ opt::ProblemContext softmax(const std::string& name, int rows, int cols) {
   p.graph = {{"traceable", true},
              {"inputs", {{{"name", "x"}, {"shape", {rows, cols}}, {"dtype", "float32"}}}},
              {"nodes", {{{"op", "softmax"}, {"shape", {rows, cols}}}}}};
+  p.inspect = {{"inputs", {{{"shape", {rows, cols}}, {"dtype", "float32"}}}}};
   p.device = {{"kind", "cuda"}, {"name", "NVIDIA H200"}, {"compute_capability", "9.0"}};
   return p;
 }
