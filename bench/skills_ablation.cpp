@@ -97,6 +97,8 @@ struct Arm {
 
 }  // namespace
 
+// Longer than a function should be: the benchmark's steps (flags, learning, retrieval, the table,
+// evaluations to the optimum) in the order they run, as search_replay's main is.
 int main(int argc, char** argv) {
   std::vector<std::string> dbs, sessions;
   std::set<std::string> held_out;
