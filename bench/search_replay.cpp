@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "optimize/session.hpp"
+#include "replay.hpp"
 #include "search/strategy.hpp"
 #include "search/world_model.hpp"
 #include "store/store.hpp"
@@ -39,51 +39,10 @@
 namespace {
 
 using nlohmann::json;
-namespace opt = ok::optimize;
+using ok::bench::Landscape;
+using ok::bench::Run;
+using ok::bench::search_one;
 namespace search = ok::search;
-
-struct Landscape {
-  std::string session, problem, problem_class;
-  search::TemplateSpace space;
-  std::vector<opt::Attempt> points;  // by point index
-  double optimum = 0;                // best measured speedup (0: none correct)
-};
-
-struct Run {
-  bool correct = false;
-  double best = 0;
-  int to_best = 0;
-};
-
-// One search of one problem with `budget` evaluations.
-Run search_one(const Landscape& l, search::Policy policy, const search::SearchParams& params,
-               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace = false) {
-  search::Planner planner(policy, params, l.space, seed, l.problem);
-  Run r;
-  for (int n = 1; n <= budget; ++n) {
-    auto d = planner.next();
-    if (!d || !d->point) break;
-    opt::Attempt a = l.points[*d->point];
-    a.number = n;
-    auto o = opt::observation_of(a, l.space);
-    o.point = d->point;
-    planner.observe(*d, o);
-    if (trace)
-      fmt::print("    {:>2}  {:<10} {:>7}  {}\n", n, a.correct ? "correct" : a.verdict,
-                 a.speedup ? fmt::format("{:.3f}x", *a.speedup) : "-", d->title);
-    if (a.correct && a.speedup && *a.speedup > r.best) {
-      r.best = *a.speedup;
-      r.correct = true;
-      r.to_best = n;
-    }
-  }
-  if (failures)
-    for (const auto& i : planner.intents()) {
-      if (i.status == "failed" || i.status == "pruned")
-        failures->push_back(i.note.rfind("no gain", 0) == 0 ? "no_gain" : i.note);
-    }
-  return r;
-}
 
 int usage(const std::string& why) {
   fmt::print(stderr,
@@ -124,44 +83,9 @@ int main(int argc, char** argv) {
   }
   if (dbs.empty() || sessions.empty() || budgets.empty() || seeds < 1)
     return usage("--db and at least one session are needed");
-  std::vector<ok::store::Store> stores;
-  for (const auto& db : dbs) {
-    auto st = ok::store::Store::open(db);
-    if (!st) return usage(st.error().message);
-    stores.push_back(std::move(*st));
-  }
-  std::vector<Landscape> ls;
-  for (const auto& s : sessions) {
-    ok::store::Store* st = nullptr;
-    for (auto& candidate : stores) {
-      auto found = candidate.find_session(s);
-      if (found && *found) {
-        st = &candidate;
-        break;
-      }
-    }
-    if (!st) return usage("no session " + s + " in " + ok::util::join(dbs, ", "));
-    auto row = st->find_session(s);
-    auto rows = st->attempts(s);
-    if (!row || !*row || !rows) return usage("cannot read session " + s);
-    Landscape l;
-    l.session = s;
-    l.problem = (*row)->name;
-    auto attempts = opt::attempts_from_rows(*rows);
-    std::vector<json> params;
-    for (auto& a : attempts) {
-      if (!a.evaluation_id || !a.params.is_object()) continue;  // only measured points
-      json p = a.params;
-      p.erase("intent");
-      params.push_back(p);
-      l.points.push_back(a);
-      if (a.correct && a.speedup) l.optimum = std::max(l.optimum, *a.speedup);
-    }
-    if (l.points.empty()) return usage("session " + s + " has no measured template point");
-    l.problem_class = params.front().value("pattern", std::string("other"));
-    l.space = search::TemplateSpace(params);
-    ls.push_back(std::move(l));
-  }
+  auto loaded = ok::bench::load_landscapes(dbs, sessions);
+  if (!loaded) return usage(loaded.error().message);
+  std::vector<Landscape> ls = std::move(*loaded);
   json out = {
       {"db", dbs}, {"seeds", seeds}, {"problems", json::array()}, {"results", json::array()}};
   fmt::print("{} problems:\n", ls.size());

@@ -26,5 +26,6 @@ int main(int argc, char** argv) {
   ok::cli::add_example_command(app, g, action);
   ok::cli::add_llm_commands(app, g, action);
   ok::cli::add_hub_command(app, g, action);
+  ok::cli::add_skills_command(app, g, action);
   return ok::cli::run_app(app, argc, argv, action);
 }

@@ -31,7 +31,7 @@ def optimize(reference: Optional[Code] = None, *, level: Optional[int] = None,
     Ctrl-C (resumable with ``resume=``) and the exception is raised. Other options, as the CLI's
     flags: mode, out, resume, session, seed, trials, timeout, timing_budget, threads, no_sandbox,
     search, in_flight, budget_usd, budget_wall_s, budget_device_s, strategy, stop_at_sol,
-    no_compile_baseline, prebuild, prompt_budget_tokens, base_url, api_key_env, python, db."""
+    no_compile_baseline, prebuild, prompt_budget_tokens, no_skills, base_url, api_key_env, python, db."""
     args = _present({
         "reference": as_path(reference, "reference") if reference is not None else None,
         "level": level, "problem": problem, "kernelbench_dir": kernelbench_dir,

@@ -36,6 +36,9 @@ void add_hub_command(CLI::App& app, GlobalOptions& g, Action& action);
 // `traces export`: training datasets from the store (traces_command.cpp).
 void add_traces_command(CLI::App& app, GlobalOptions& g, Action& action);
 
+// `skills`: the skill library (skills_command.cpp).
+void add_skills_command(CLI::App& app, GlobalOptions& g, Action& action);
+
 // Prints an error in the one format every command uses and returns its exit code.
 int report_error(const util::Error& e);
 

@@ -192,6 +192,7 @@ util::Result<optimize::Options> new_session(const OptimizeOptions& o, const conf
   opts.compile_baseline = !o.no_compile_baseline;
   if (!o.prebuild.empty()) opts.prebuild = o.prebuild;
   opts.prompt_budget_tokens = o.prompt_budget_tokens;
+  opts.skills = !o.no_skills;
   session = o.session_id.empty() ? optimize::new_session_id() : o.session_id;
   if (!o.session_id.empty()) {
     auto existing = st.find_session(session);
@@ -413,6 +414,8 @@ void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {
                   "session: every section's budget scaled to this total (default 9000)");
   cmd->add_flag("--no-compile-baseline", o.no_compile_baseline,
                 "Do not time torch.compile(reference) (speedup_compile stays null)");
+  cmd->add_flag("--no-skills", o.no_skills,
+                "Use no skills of the library and teach it nothing (ablations; docs/skills.md)");
   cmd->add_flag("--json", o.json, "Print one JSON object (the report) as the last line");
   add_python_option(cmd, o.python);
   cmd->add_option("--seed", o.seed, "Seed of the builtin generator (default: random)");

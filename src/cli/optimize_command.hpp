@@ -49,6 +49,7 @@ struct OptimizeOptions {
   std::string prebuild;  // auto, on, off; empty: off (a resume keeps the session's)
   // The model prompt's memory budget in tokens; 0: the default (optimize::PromptBudgets).
   int prompt_budget_tokens = 0;
+  bool no_skills = false;  // neither retrieve nor learn skills (a resume keeps the session's)
 };
 
 // Declares every `optimize` flag on `cmd` (`--db` into g.db). `--json` is declared too: a front

@@ -50,6 +50,20 @@ void print_tree(const json& intents, int id, int depth) {
       print_tree(intents, i.value("id", 0), depth + 1);
 }
 
+// The skills the session was fed (docs/skills.md) and whether each helped.
+void print_skills(const json& skills) {
+  if (!skills.is_object()) return;
+  const json used = skills.value("used", json::array());
+  fmt::print("skills fed: {}\n", used.empty() ? "none applied" : std::to_string(used.size()));
+  for (const auto& u : used)
+    fmt::print("  {} {} ({}): {}\n", u.value("id", ""), u.value("outcome", ""),
+               u.value("provenance", ""), u.value("title", ""));
+  const json learned = skills.value("learned", json());
+  if (learned.is_object())
+    fmt::print("skill {}: {} {}\n", learned.value("new", false) ? "learnt" : "confirmed",
+               learned.value("id", ""), learned.value("title", ""));
+}
+
 int run_intents(const GlobalOptions& g, const SearchOptions& o) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
@@ -86,6 +100,7 @@ int run_intents(const GlobalOptions& g, const SearchOptions& o) {
              j.value("in_flight", 1));
   fmt::print("status: + succeeded  x failed  - pruned  ~ trying  ? open\n");
   print_tree(j["intents"], 0, 0);
+  print_skills(j.value("skills", json()));
   return 0;
 }
 

@@ -279,6 +279,8 @@ class LlmGenerator final : public Generator {
     ctx["has_skills"] = !ctx["skills"].empty();
     const FittedPrompt memory = fit_memory(*user, history);
     memory.merge_into(ctx);
+    const std::string library = skills::prompt_section(p.library, skills::kPromptBudgetChars);
+    ctx["skill_library"] = library.empty() ? json(nullptr) : json(library);
     auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
     if (!made) {
       g.error = made.error().message;

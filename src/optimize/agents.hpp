@@ -19,6 +19,7 @@
 #include "llm/client.hpp"
 #include "optimize/prompt_budget.hpp"
 #include "search/world_model.hpp"
+#include "skills/retrieve.hpp"
 
 namespace ok::optimize {
 
@@ -30,6 +31,9 @@ struct ProblemContext {
   nlohmann::json inspect;  // the worker's `inspect` result: shapes, flops, bytes
   nlohmann::json device;   // the worker's `device_info` result
   std::string guidance;    // the search strategy's advice for the generator (may be empty)
+  // The skills retrieved for this session, best first (docs/skills.md): they reorder the builtin
+  // template points and fill the model prompt's skill section. Empty with --no-skills.
+  std::vector<skills::RankedSkill> library;
 };
 
 // One finished attempt as the agents see it.

@@ -1,10 +1,12 @@
-// The builtin generator: src/generate's pattern templates, tried in the order of their prior.
+// The builtin generator: src/generate's pattern templates, tried in the order of their prior (the
+// proposer's, reordered by the skills the session was fed).
 #include <fmt/core.h>
 
 #include <set>
 
 #include "generate/generate.hpp"
 #include "optimize/agents.hpp"
+#include "skills/retrieve.hpp"
 
 namespace ok::optimize {
 
@@ -31,11 +33,16 @@ class BuiltinGenerator final : public Generator {
 
   std::string name() const override { return "builtin"; }
 
+  // The points in the order of the skills the session was fed (skills::prior_order), else the
+  // proposer's.
   std::vector<json> space(const ProblemContext& p) override {
     std::vector<json> out;
     if (!ensure(p).empty() || !proposal_->supported) return out;
     for (const auto& c : proposal_->candidates) out.push_back(params_of(c));
-    return out;
+    order_ = skills::prior_order(out, p.library);
+    std::vector<json> ordered;
+    for (size_t i : order_) ordered.push_back(out[i]);
+    return ordered;
   }
 
   Generation next(const ProblemContext& p, const std::vector<Attempt>& history,
@@ -62,13 +69,14 @@ class BuiltinGenerator final : public Generator {
                               proposal_->candidates.size());
         return g;
       }
-      return render(proposal_->candidates[*direction->point]);
+      return render(candidate(*direction->point));
     }
     // No direction: the next point in prior order that this session has not tried (a resumed
     // session replays the same list).
     std::set<std::string> tried;
     for (const auto& a : history) tried.insert(strip(a.params).dump());
-    for (const auto& c : proposal_->candidates) {
+    for (size_t i = 0; i < proposal_->candidates.size(); ++i) {
+      const auto& c = candidate(i);
       if (tried.count(params_of(c).dump())) continue;
       return render(c);
     }
@@ -81,6 +89,12 @@ class BuiltinGenerator final : public Generator {
   uint64_t seed_;
   int max_;
   std::optional<generate::Proposal> proposal_;
+  std::vector<size_t> order_;  // the space's order: indices into proposal_->candidates
+
+  // Point i of the space (the proposer's order until space() set another).
+  const generate::GeneratedCandidate& candidate(size_t i) const {
+    return proposal_->candidates[i < order_.size() ? order_[i] : i];
+  }
 
   static json params_of(const generate::GeneratedCandidate& c) {
     json params = c.params;

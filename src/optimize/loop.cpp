@@ -86,6 +86,7 @@ util::Result<Outcome> Loop::run() {
                   planner_->space().empty()
                       ? ""
                       : fmt::format(", {} template points", planner_->space().size())));
+  if (!skills_note_.empty()) observer_.search_decision(standing(), -1, "skills", skills_note_);
   start_prebuilds();
   started_at_ = Clock::now();
   auto stopping = drive();
@@ -196,7 +197,10 @@ void Loop::finish_session(const std::string& stopping) {
     outcome_.best_path = options_.out_dir / ("best_" + file_stem(problem_.name) + ".py");
     if (auto src = util::read_file(b.path)) (void)util::write_file(outcome_.best_path, *src);
   }
-  if (outcome_.status == "finished") update_population();
+  if (outcome_.status == "finished") {
+    update_population();
+    learn_skills();
+  }
   checkpoint();
   save_session(outcome_.status);
   observer_.stopped(standing(), outcome_.stop_reason);

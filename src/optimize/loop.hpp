@@ -22,6 +22,7 @@
 #include "optimize/prebuild.hpp"
 #include "optimize/session.hpp"
 #include "search/strategy.hpp"
+#include "skills/retrieve.hpp"
 
 namespace ok::optimize {
 
@@ -111,6 +112,10 @@ class Loop {
   void publish_decisions();
   void checkpoint();
 
+  // loop_skills.cpp: the skill library.
+  util::Result<void> choose_skills(std::vector<nlohmann::json>& points);
+  void learn_skills();
+
   std::string session_id_;
   Options options_;
   ProblemContext problem_;
@@ -141,6 +146,10 @@ class Loop {
   std::mutex prebuild_warnings_mutex_;
   std::vector<std::string> prebuild_warnings_;
   std::unique_ptr<PreBuilder> prebuilder_;
+  skills::Signature skills_signature_;
+  // What the session was fed and, once finished, what each did and what it taught.
+  nlohmann::json skills_report_ = nullptr;
+  std::string skills_note_;  // the skills fed, told once the session has started
 };
 
 }  // namespace ok::optimize

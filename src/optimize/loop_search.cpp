@@ -50,6 +50,7 @@ util::Result<void> Loop::prepare_search() {
     return fail(ErrorKind::kUsage,
                 "unknown search " + options_.search + " (engine, best-of-n, prior)");
   auto points = deps_.generator->space(problem_);
+  if (auto r = choose_skills(points); !r) return r;
   search::TemplateSpace space(points);
   problem_class_ = problem_class(points);
   auto pop = load_population();
@@ -219,6 +220,7 @@ void Loop::checkpoint() {
   outcome_.search["intents"] = j["intents"].size();
   outcome_.search["intents_json"] = (options_.out_dir / "intents.json").string();
   if (prebuilder_) outcome_.search["prebuild"] = prebuilder_->summary();
+  if (!skills_report_.is_null()) j["skills"] = outcome_.search["skills"] = skills_report_;
   if (auto w = deps_.store->put_search_state(session_id_, "intents", j.dump()); !w)
     observer_.warning("the intent tree was not saved: " + w.error().message);
   (void)util::write_file(options_.out_dir / "intents.json", j.dump(2) + "\n");

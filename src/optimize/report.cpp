@@ -29,6 +29,23 @@ std::string session_verdict(const Outcome& out) {
   return "no_attempts";
 }
 
+// The skills the session was fed, with what each did, and the skill it taught (docs/skills.md).
+std::string skills_markdown(const json& skills) {
+  if (!skills.is_object()) return "";
+  std::string md = "## Skills\n\n";
+  const json used = skills.value("used", json::array());
+  if (used.empty()) md += "No skill of the library applied.\n";
+  if (!used.empty()) md += "| rank | skill | from | outcome | what |\n|---|---|---|---|---|\n";
+  for (const auto& u : used)
+    md += fmt::format("| {} | `{}` | {} | {} | {} |\n", u.value("rank", 0) + 1, u.value("id", ""),
+                      u.value("provenance", ""), u.value("outcome", ""), u.value("title", ""));
+  const json learned = skills.value("learned", json());
+  if (learned.is_object())
+    md += fmt::format("\n{} `{}`: {}\n", learned.value("new", false) ? "Learnt" : "Confirmed",
+                      learned.value("id", ""), learned.value("title", ""));
+  return md + "\n";
+}
+
 }  // namespace
 
 json report_json(const Options& o, const Outcome& out) {
@@ -146,6 +163,8 @@ std::string report_markdown(const json& r) {
                       r["best_attempt"].dump());
   else
     md += "No correct kernel was found.\n\n";
+  if (r.contains("search") && r["search"].is_object())
+    md += skills_markdown(r["search"].value("skills", json()));
   md +=
       "## Attempts\n\n| # | verdict | speedup | runtime | bottleneck | wall | cost | what |\n"
       "|---|---|---|---|---|---|---|---|\n";

@@ -36,7 +36,8 @@ json Options::to_json() const {
             {"stop_at_sol", stop_at_sol},
             {"compile_baseline", compile_baseline},
             {"prebuild", prebuild},
-            {"prompt_budget_tokens", prompt_budget_tokens}};
+            {"prompt_budget_tokens", prompt_budget_tokens},
+            {"skills", skills}};
   j["budget_wall_s"] = budget_wall_s ? json(*budget_wall_s) : json(nullptr);
   j["budget_device_s"] = budget_device_s ? json(*budget_device_s) : json(nullptr);
   j["level"] = level ? json(*level) : json(nullptr);
@@ -79,6 +80,7 @@ Options Options::from_json(const json& j) {
   o.compile_baseline = j.value("compile_baseline", true);
   o.prebuild = j.value("prebuild", std::string("off"));
   o.prompt_budget_tokens = j.value("prompt_budget_tokens", 0);
+  o.skills = j.value("skills", true);
   return o;
 }
 

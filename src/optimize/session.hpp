@@ -69,6 +69,9 @@ struct Options {
   std::string prebuild = "off";
   // The generator prompt's memory budget in tokens (PromptBudgets::total); 0: the default.
   int prompt_budget_tokens = 0;
+  // The skill library (docs/skills.md): retrieve skills at the start and learn from the session at
+  // its end. false (--no-skills): neither, for ablations.
+  bool skills = true;
 
   nlohmann::json to_json() const;
   static Options from_json(const nlohmann::json& j);
@@ -96,7 +99,8 @@ struct Outcome {
   std::string error;  // why the session failed, when it did
   // The search: policy, strategy, problem class, in_flight, device_busy_s, wall_s,
   // device_busy_fraction, evaluations, evaluations_to_best, decisions, and the intent tree;
-  // `prebuild` (PreBuilder::summary) when pre-builds ran.
+  // `prebuild` (PreBuilder::summary) when pre-builds ran; `skills` (the skills fed, each with its
+  // outcome once the session finished, and the skill learnt: docs/skills.md).
   nlohmann::json search = nlohmann::json::object();
 };
 

@@ -139,7 +139,7 @@ util::Result<cli::OptimizeOptions> optimize_options(const json& j, cli::GlobalOp
   r.get("in_flight", o.in_flight).get("budget_wall_s", o.budget_wall_s);
   r.get("budget_device_s", o.budget_device_s).get("strategy", o.strategy);
   r.get("stop_at_sol", o.stop_at_sol).get("no_compile_baseline", o.no_compile_baseline);
-  r.get("prompt_budget_tokens", o.prompt_budget_tokens);
+  r.get("prompt_budget_tokens", o.prompt_budget_tokens).get("no_skills", o.no_skills);
   r.get("db", g.db);
   return finished(r, o);
 }

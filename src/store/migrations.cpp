@@ -174,7 +174,37 @@ CREATE TABLE events (
 CREATE INDEX events_session ON events(session, id);
 )sql";
 
-constexpr std::array<std::string_view, 6> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
+// Version 7: the skill library (docs/skills.md): each skill once, by an id that hashes what it
+// says; its evidence one row per (skill, session), so that learners and merges only add rows.
+constexpr std::string_view kV7 = R"sql(
+CREATE TABLE skills (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  provenance TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  title TEXT NOT NULL DEFAULT '',
+  text TEXT NOT NULL,
+  action TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE TABLE skill_evidence (
+  id INTEGER PRIMARY KEY,
+  skill_id TEXT NOT NULL REFERENCES skills(id) ON DELETE CASCADE,
+  session TEXT NOT NULL,
+  role TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  rank INTEGER NOT NULL DEFAULT 0,
+  attempt INTEGER,
+  speedup_before REAL,
+  speedup_after REAL,
+  hardware TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  UNIQUE (skill_id, session)
+);
+CREATE INDEX skill_evidence_session ON skill_evidence(session);
+)sql";
+
+constexpr std::array<std::string_view, 7> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6, kV7};
 }  // namespace
 
 std::span<const std::string_view> migrations() {

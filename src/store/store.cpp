@@ -320,7 +320,17 @@ util::Result<int> Store::merge_sessions(const std::filesystem::path& other) {
       "updated_at FROM src.search_state WHERE scope IN {s};"
       "INSERT INTO main.events(session, time, kind, number, total, text, payload) SELECT "
       "session, time, kind, number, total, text, payload FROM src.events WHERE session IN {s} "
-      "ORDER BY id;",
+      "ORDER BY id;"
+      "INSERT OR IGNORE INTO main.skills(id, kind, provenance, signature, title, text, action, "
+      "created_at) SELECT id, kind, provenance, signature, title, text, action, created_at FROM "
+      "src.skills;"
+      "INSERT INTO main.skill_evidence(skill_id, session, role, outcome, rank, attempt, "
+      "speedup_before, speedup_after, hardware, created_at) SELECT skill_id, session, role, "
+      "outcome, rank, attempt, speedup_before, speedup_after, hardware, created_at FROM "
+      "src.skill_evidence WHERE true ON CONFLICT(skill_id, session) DO UPDATE SET role = "
+      "excluded.role, outcome = excluded.outcome, rank = excluded.rank, attempt = "
+      "excluded.attempt, speedup_before = excluded.speedup_before, speedup_after = "
+      "excluded.speedup_after, hardware = excluded.hardware;",
       fmt::arg("s", sessions), fmt::arg("off", offset),
       fmt::arg("p", fmt::format(fmt::runtime(kMapProblem), "e.problem_id")),
       fmt::arg("c", fmt::format(fmt::runtime(kMapCandidate), "e.candidate_id")),

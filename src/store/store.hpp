@@ -155,6 +155,27 @@ struct TraceLlmCall {
   double latency_ms = 0;
 };
 
+// A skill of the library (version 7; docs/skills.md): JSON columns as text, checked by src/skills.
+struct SkillRow {
+  std::string id, kind, provenance;
+  std::string signature_json = "{}";
+  std::string title, text;
+  std::string action_json = "{}";
+  std::string created_at;  // empty on insert: now
+};
+
+// One session's evidence about one skill (version 7): unique on (skill_id, session).
+struct SkillEvidenceRow {
+  std::string skill_id, session;
+  std::string role;     // source, used
+  std::string outcome;  // helped, failed, neutral, pending
+  int rank = 0;
+  std::optional<int64_t> attempt;
+  std::optional<double> speedup_before, speedup_after;
+  std::string hardware;
+  std::string created_at;  // empty on insert: now
+};
+
 class Store {
  public:
   // The default location: $XDG_DATA_HOME/openkernel/openkernel.db.
@@ -189,7 +210,8 @@ class Store {
   util::Result<std::vector<TraceLlmCall>> trace_llm_calls(const std::string& session);
 
   // Copies every session of the store at `other` (with its attempts, evaluations, LLM calls,
-  // events and the problems and candidates they use, and their intent trees) into this one,
+  // events and the problems and candidates they use, and their intent trees, and every skill with
+  // its evidence: skills are matched by id, evidence by (skill, session)) into this one,
   // replacing earlier copies of the same sessions, in one transaction. Returns how many sessions
   // were copied. Used to gather the per-task stores of a SLURM sweep; `other` is migrated to this
   // version first.
@@ -217,6 +239,18 @@ class Store {
   // follower passes the last id it saw. Rows are visible to other connections once written.
   util::Result<std::vector<EventRow>> events_since(const std::string& session, int64_t after_id,
                                                    int limit = 1000);
+
+  // The skill library (version 7; store_skills.cpp). insert_skill keeps an existing row of the
+  // same id (ids hash the content) and says whether it added one. put_skill_evidence inserts or
+  // replaces the row of (skill_id, session), keeping its created_at. skill_evidence filters by
+  // skill and session when given (empty: all). delete_skills removes skills with their evidence
+  // in a transaction of its own (not to be called inside transaction()).
+  util::Result<bool> insert_skill(const SkillRow& s);
+  util::Result<std::vector<SkillRow>> skill_rows();
+  util::Result<void> put_skill_evidence(const SkillEvidenceRow& e);
+  util::Result<std::vector<SkillEvidenceRow>> skill_evidence(const std::string& skill_id = "",
+                                                             const std::string& session = "");
+  util::Result<int> delete_skills(const std::vector<std::string>& ids);
 
   // Runs `body` inside one write transaction (BEGIN IMMEDIATE: writers of other connections wait
   // for it): committed when `body` returns a value, rolled back when it returns an error, which is

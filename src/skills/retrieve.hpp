@@ -1,0 +1,70 @@
+// Retrieval: a problem's signature, the skills ranked for it, and what the ranked skills feed:
+// the builtin generator's prior order of template points and the model prompt's skill section.
+//
+// Ranking (docs/skills.md, "Retrieval"): skills whose confidence is below the floor are left out;
+// a builtin skill applies only on its backend and, when the session has template points, only
+// when its template is among them. The rest are ordered by the signature score (rounded to 0.1)
+// first, then by BM25 of the problem's words against the skill's text times (0.5 + confidence),
+// then by id. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "skills/skill.hpp"
+
+namespace ok::skills {
+
+struct RankedSkill {
+  Skill skill;
+  double signature_score = 0;
+  double text_score = 0;  // BM25 times (0.5 + confidence)
+  int rank = 0;           // 0: the best
+};
+
+// The signature of a problem from what the session knows: the worker's graph (analyze) and
+// inspection, the device (device_info), the backend and the builtin template points (their
+// "pattern"; empty for a model).
+Signature signature_of(const nlohmann::json& graph, const nlohmann::json& inspect,
+                       const nlohmann::json& device, const std::string& backend,
+                       const std::vector<nlohmann::json>& points);
+
+// How well skill signature `skill` fits problem signature `problem` (docs/skills.md has the
+// terms); negative: it does not apply.
+double signature_score(const Signature& skill, const std::string& kind, const Signature& problem);
+
+struct RetrieveOptions {
+  size_t top = 5;
+  double min_confidence = 0.25;
+  std::string query;                   // the problem's words (name), added to the signature's
+  std::vector<nlohmann::json> points;  // the builtin template points (empty: a model)
+};
+
+std::vector<RankedSkill> retrieve(const std::vector<Skill>& library, const Signature& problem,
+                                  const RetrieveOptions& options);
+
+// Whether template point `point` is the one builtin skill `s` names (every parameter equal).
+bool names_point(const Skill& s, const nlohmann::json& point);
+
+// The template points' new order (indices into `points`), best first: each point scores
+// max over the applicable skills k (in rank order, k = 0, 1, ...; a seed skill stands for its
+// template's own prior order, which the proposer follows already) of
+// match / (1 + k), match 1 when the skill names the point, else half the fraction of its
+// parameters the point shares; a stable sort keeps the proposer's order among equal scores.
+// Applicable: learned builtin skills of the points' own pattern whose template is among them.
+std::vector<size_t> prior_order(const std::vector<nlohmann::json>& points,
+                                const std::vector<RankedSkill>& ranked);
+
+// The model prompt's skill section's budget: 6000 characters, about 1500 tokens at the
+// documented estimate of four characters a token.
+inline constexpr size_t kPromptBudgetChars = 6000;
+
+// The model prompt's section on the ranked skills, at most `budget_chars` characters: each skill
+// with its confidence, evidence counts and hardware, its text, a model skill's technique and its
+// code exemplar (cut to fit), in rank order; the skills that do not fit are left out. "" when
+// none fits.
+std::string prompt_section(const std::vector<RankedSkill>& ranked, size_t budget_chars);
+
+}  // namespace ok::skills
