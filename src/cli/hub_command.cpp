@@ -8,6 +8,8 @@
 #include "cli/context.hpp"
 #include "hub/cards.hpp"
 #include "hub/sync.hpp"
+#include "skills/library.hpp"
+#include "util/paths.hpp"
 
 namespace ok::cli {
 
@@ -98,9 +100,9 @@ util::Result<std::vector<hub::CommitFile>> push_contents(const GlobalOptions& g,
         "README.md",
         fmt::format(
             "---\ntags:\n- openkernel\n- gpu-kernels\n---\n\n# {}\n\nAn OpenKernel skill library "
-            "(`{}`, written by `openkernel skills export`). Merge it into a store with `openkernel "
-            "hub pull skills --repo {} --out DIR` and `openkernel skills import DIR/{}`.\n",
-            o.repo, name, o.repo, name)));
+            "(`{}`, written by `openkernel skills export`). `openkernel hub pull skills --repo {}` "
+            "downloads it and merges it into the store, as `openkernel skills import` does.\n",
+            o.repo, name, o.repo)));
   } else {
     auto cfg = config::load_default();
     if (!cfg) return std::unexpected(cfg.error());
@@ -165,7 +167,30 @@ void print_serve(const hub::ModelSnapshot& s, const std::string& name) {
       gguf, fs::path(name).filename().string(), fs::path(name).filename().string());
 }
 
-int run_pull(const HubOptions& o, const CLI::App* root) {
+// Each pulled skills file merged into the store (`--db`), as `openkernel skills import` does: a
+// file is checked whole before anything is written, so a foreign or malformed one exits 2 and
+// leaves the store unchanged; the files stay in --out either way.
+int merge_skills(const GlobalOptions& g, const std::vector<fs::path>& files) {
+  auto cfg = config::load_default();
+  if (!cfg) return hub_error(cfg.error());
+  auto st = open_store(g, *cfg);
+  if (!st) return hub_error(st.error());
+  for (const auto& p : files) {
+    if (p.extension() != ".json") continue;
+    auto text = util::read_file(p);
+    if (!text) return hub_error(text.error());
+    auto doc = nlohmann::json::parse(*text, nullptr, false);
+    if (doc.is_discarded())
+      return hub_error({ErrorKind::kBadInput, p.string() + " is not JSON: not merged"});
+    auto r = skills::import_json(*st, doc);
+    if (!r) return hub_error({r.error().kind, p.string() + ": " + r.error().message});
+    fmt::print(stderr, "merged {} skills from {} into the store ({} new, {} evidence rows)\n",
+               r->skills, p.string(), r->added, r->evidence);
+  }
+  return 0;
+}
+
+int run_pull(const GlobalOptions& g, const HubOptions& o) {
   const std::string name = o.what == "model" ? o.from : o.repo;
   auto repo = hub::parse_repo(name, repo_type(o.what));
   if (!repo) return hub_error(repo.error());
@@ -187,20 +212,7 @@ int run_pull(const HubOptions& o, const CLI::App* root) {
   for (const auto& p : *written) fmt::print("{}\n", p.string());
   fmt::print(stderr, "pulled {} files from {} ({}) into {}\n", written->size(), repo->name,
              o.revision, out.string());
-  if (o.what == "skills") {
-    bool has_import = false;
-    for (const auto* cmd :
-         root->get_subcommands([](const CLI::App* a) { return a->get_name() == "skills"; }))
-      for (const auto* sub :
-           cmd->get_subcommands([](const CLI::App* a) { return a->get_name() == "import"; }))
-        has_import = sub != nullptr;
-    for (const auto& p : *written)
-      if (p.extension() == ".json")
-        fmt::print(stderr, "{}{}\n",
-                   has_import ? "merge it into the store: openkernel skills import "
-                              : "this build has no `openkernel skills import` to merge ",
-                   p.string());
-  }
+  if (o.what == "skills") return merge_skills(g, *written);
   return 0;
 }
 
@@ -259,9 +271,11 @@ void add_hub_command(CLI::App& app, GlobalOptions& g, Action& action) {
     }
     if (std::string(what) == "kernels")
       cmd->add_option("--problem", o->problems, "The problem's name")->required();
-    cmd->callback([&action, &app, o, w = std::string(what)] {
+    if (std::string(what) == "skills")
+      cmd->add_option("--db", g.db, "Store database to merge the skills into");
+    cmd->callback([&g, &action, o, w = std::string(what)] {
       o->what = w;
-      action = [&app, o] { return run_pull(*o, &app); };
+      action = [&g, o] { return run_pull(g, *o); };
     });
   }
 }

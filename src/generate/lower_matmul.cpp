@@ -92,9 +92,12 @@ int vector_product(Lowerer& l, const IrNode& n, const Side& A, const Side& B, co
   // The summed dim of the stored matrix: K is its last dim unless transposed (column case) or
   // unless it is B untransposed (row case).
   const bool k_last = column ? !mat.trans : mat.trans;
-  if (ms.size() == 1) {  // vector times vector: a dot product
-    int p = l.ew("mul", {mat.src, vec.src}, n.name + "_prod", n.op);
-    return shaped(l, l.reduce(ReduceKind::kSum, t(p), {0}, false, n.name + "_sum", n.op), n);
+  if (ms.size() == 1) {  // a vector times vectors (a [K] x [..., K, 1] column too): dot products
+    const Shape vs = with(vb, {k});
+    Operand x = l.shape_of(vec.src) == vs ? vec.src : t(l.view(vec.src, vs, n.name + "_vec", n.op));
+    int p = l.ew("mul", {mat.src, x}, n.name + "_prod", n.op);
+    const int rank = static_cast<int>(l.shape_of(t(p)).size());
+    return shaped(l, l.reduce(ReduceKind::kSum, t(p), {rank - 1}, false, n.name + "_sum", n.op), n);
   }
   Shape vs = k_last ? with(vb, {1, k}) : with(vb, {k, 1});
   Operand x = l.shape_of(vec.src) == vs ? vec.src : t(l.view(vec.src, vs, n.name + "_vec", n.op));

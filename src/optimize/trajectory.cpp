@@ -27,6 +27,16 @@ std::string cap(const std::string& s, size_t n) {
   return s.substr(0, end) + "...";
 }
 
+// The head and the tail of `s` within n characters: failure classes often share their head (the
+// verdict, "RuntimeError: CUDA error:") and differ at the end, so a tight cut keeps both ends.
+std::string cap_middle(const std::string& s, size_t n) {
+  if (s.size() <= n || n < 8) return cap(s, n);
+  size_t head = n * 2 / 5, tail = s.size() - (n - head - 3);
+  while (head > 0 && (static_cast<unsigned char>(s[head]) & 0xC0) == 0x80) --head;
+  while (tail < s.size() && (static_cast<unsigned char>(s[tail]) & 0xC0) == 0x80) ++tail;
+  return s.substr(0, head) + "..." + s.substr(tail);
+}
+
 std::string speed(const std::optional<double>& x) {
   return x ? fmt::format("{:.3f}", *x) : std::string();
 }
@@ -319,10 +329,25 @@ PromptSection failures_section(const std::vector<Attempt>& history, const Prompt
   const size_t fit = s.budget_chars / groups.size();
   const std::vector<std::pair<size_t, size_t>> shapes = {
       {120, 8}, {60, 3}, {std::max<size_t>(fit > 24 ? fit - 24 : 0, 16), 0}};
+  // The head every class shares ("runtime_error: RuntimeError: CUDA error: "), up to a word's end:
+  // the tightest shape says it once, on the first line, so the lines' room goes to what differs.
+  std::string shared = groups.size() > 1 ? groups[0].label : "";
+  for (const auto& g : groups) {
+    size_t n = 0;
+    while (n < shared.size() && n < g.label.size() && shared[n] == g.label[n]) ++n;
+    shared.resize(n);
+  }
+  shared.resize(shared.find_last_of(" :") == std::string::npos ? 0 : shared.find_last_of(" :") + 1);
+  if (shared.size() < 8) shared.clear();
   for (const auto& [width, show] : shapes) {
     json lines = json::array();
     for (const auto& g : groups) {
-      std::string l = fmt::format("{} x{}", cap(g.label, width), g.attempts.size());
+      // The tightest shape cuts the middle, so classes that share a head stay distinct.
+      std::string label =
+          show ? cap(g.label, width)
+               : (&g == &groups.front() || shared.empty() ? shared : std::string("...")) +
+                     cap_middle(g.label.substr(shared.size()), width);
+      std::string l = fmt::format("{} x{}", label, g.attempts.size());
       if (show)
         l += " (attempt" + std::string(g.attempts.size() > 1 ? "s " : " ") +
              numbers(g.attempts, show) + ")";

@@ -114,20 +114,52 @@ test("push kernels from a real session, pull one back", { skip, timeout: 600_000
   const kernel = readdirSync(join(out, problem)).find((f) => f.endsWith(".py"));
   assert.equal(readFileSync(join(out, problem, kernel), "utf8"), readFileSync(report.best_candidate, "utf8"));
   assert.ok(readdirSync(join(out, problem)).includes("report.json"));
+
+  // The same session as a training dataset: `traces export` then `hub push traces`, read back by
+  // the official client with the card's configs naming the export's tables.
+  const traces = join(d, "traces");
+  const x = await run(["traces", "export", "--out", traces, "--db", db]);
+  assert.equal(x.code, 0, x.err);
+  const t = await run(["hub", "push", "traces", "--from", traces, "--repo", "t-org/traces"]);
+  assert.equal(t.code, 0, t.err);
+  const trepo = { type: "dataset", name: "t-org/traces" };
+  const names = [];
+  for await (const f of hf.listFiles({ repo: trepo, recursive: true, ...client(suite.hub) }))
+    if (f.type === "file") names.push(f.path);
+  assert.ok(names.includes("processed/training_pairs_v1.parquet"), names.join(" "));
+  assert.ok(names.includes("metadata/stats.json") && names.some((n) => n.startsWith("raw/")), names.join(" "));
+  const stats = JSON.parse(await (await hf.downloadFile({ repo: trepo, path: "metadata/stats.json", ...client(suite.hub) })).text());
+  assert.deepEqual(stats, JSON.parse(readFileSync(join(traces, "metadata/stats.json"), "utf8")));
+  const tcard = await (await hf.downloadFile({ repo: trepo, path: "README.md", ...client(suite.hub) })).text();
+  assert.match(tcard, /config_name: training_pairs_v1\n  default: true/);
   dirs.push(d);
 });
 
-test("skills: a library file pushed and pulled back, with the merge command", { skip }, async () => {
+test("skills: a store's library exported, pushed, pulled and merged into another store", { skip }, async () => {
   const d = temp("skills");
-  const text = '{"format":"openkernel-skills","version":1,"skills":[{"name":"vectorize"}]}\n';
-  writeFileSync(join(d, "skills.json"), text);
-  const r = await run(["hub", "push", "skills", "--from", join(d, "skills.json"), "--repo", "s-org/skills"]);
+  const file = join(d, "skills.json");
+  // A fresh store's library: the seed skills (one per builtin kernel template).
+  const e = await run(["skills", "export", "--out", file, "--db", join(d, "a.db")]);
+  assert.equal(e.code, 0, e.err);
+  const exported = JSON.parse(readFileSync(file, "utf8"));
+  assert.ok(exported.skills.length > 0);
+  const r = await run(["hub", "push", "skills", "--from", file, "--repo", "s-org/skills"]);
   assert.equal(r.code, 0, r.err);
   const out = temp("skills-out");
-  const p = await run(["hub", "pull", "skills", "--repo", "s-org/skills", "--out", out]);
+  const db = join(out, "..", "b.db");
+  const p = await run(["hub", "pull", "skills", "--repo", "s-org/skills", "--out", out, "--db", db]);
   assert.equal(p.code, 0, p.err);
-  assert.equal(readFileSync(join(out, "skills.json"), "utf8"), text);
-  assert.match(p.err, /(openkernel skills import|no `openkernel skills import` to merge) \S+skills\.json/);
+  assert.equal(readFileSync(join(out, "skills.json"), "utf8"), readFileSync(file, "utf8"));
+  assert.match(p.err, new RegExp(`merged ${exported.skills.length} skills from \\S+skills\\.json into the store`));
+  const listed = JSON.parse((await run(["skills", "list", "--json", "--db", db])).out);
+  const ids = (x) => x.map((s) => s.id).sort();
+  assert.deepEqual(ids(listed.skills ?? listed), ids(exported.skills));
+  // A file that is not a skills export: exit 2, nothing merged.
+  writeFileSync(join(d, "bad.json"), '{"format":"openkernel-skills","version":99,"skills":[]}\n');
+  await run(["hub", "push", "skills", "--from", join(d, "bad.json"), "--repo", "s-org/bad"]);
+  const bad = await run(["hub", "pull", "skills", "--repo", "s-org/bad", "--out", temp("bad-out"), "--db", join(d, "c.db")]);
+  assert.equal(bad.code, 2, bad.err);
+  assert.match(bad.err, /bad\.json: /);
 });
 
 test("the token is written nowhere", { skip }, async () => {

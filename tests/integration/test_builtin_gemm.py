@@ -41,14 +41,13 @@ def problems() -> dict[str, tuple[str, list[str]]]:
     return rows
 
 
-@pytest.mark.parametrize("name", CHOSEN)
-def test_builtin_gemm_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
-    ref, sets = problems()[name]
+def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> None:
+    """One builtin attempt on the CPU; asserts it is correct and computes the product itself."""
     env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("OPENKERNEL_API_KEY", None)
     args = [str(BINARY), "optimize", "--db", str(tmp_path / "db.sqlite"), "--reference",
-            str(KERNELBENCH / ref), "--backend", "cpu", "--model", "builtin", "--iterations", "1",
+            str(reference), "--backend", "cpu", "--model", "builtin", "--iterations", "1",
             "--json", "--out", str(tmp_path / "out"), "--trials", "2", "--timing-budget", "0.3",
             "--timeout", "120"]
     for s in sets:
@@ -61,3 +60,34 @@ def test_builtin_gemm_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -
     source = Path(report["best_candidate"]).read_text()
     forward = source[source.index("class ModelNew(Model):"):]
     assert not VENDOR.search(forward), forward
+
+
+@pytest.mark.parametrize("name", CHOSEN)
+def test_builtin_gemm_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
+    ref, sets = problems()[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+
+
+# A vector times a column ([K] @ [K, 1]) and times a batch of columns ([2] @ [4, 2, 1], where the
+# wrong broadcast [2] * [4, 2, 1] -> [4, 2, 2] summed over dim 0 has the right element count): the
+# vector side must be read as K values per batch.
+@pytest.mark.parametrize("a_shape,b_shape", [((64,), (64, 1)), ((2,), (4, 2, 1))])
+def test_vector_times_columns_is_correct(tmp_path: Path, a_shape: tuple, b_shape: tuple) -> None:
+    ref = tmp_path / "vector_columns.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn{a_shape}, torch.randn{b_shape}]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [])

@@ -167,8 +167,10 @@ function fetchSession(id) {
 }
 
 // Takes a session's data (fetchSession's, or fetched now) and redraws every panel.
-async function refreshSession(fetched = fetchSession(state.id)) {
+async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   const [detail, intents, aggregates, strategies] = await fetched;
+  // Another session was opened while this one's data was on its way: it is stale, drop it.
+  if (id !== state.id) return;
   state.detail = detail;
   state.tree = intents.tree;
   state.aggregates = aggregates;

@@ -4,7 +4,9 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "optimize/prompt_budget.hpp"
 #include "optimize/prompts.hpp"
@@ -189,9 +191,14 @@ void expect_names_what_matters(const std::vector<opt::Attempt>& history, const s
         << history[i].number;
   for (const auto& a : history) {
     if (!opt::is_failure(a)) continue;
-    // Every class is named, however compact its line (here at least its first 40 characters).
-    std::string label = (a.verdict + ": " + opt::failure_class(a)).substr(0, 40);
-    EXPECT_NE(text.find("- " + label), std::string::npos) << label;
+    // Every class is named, however compact its line: its first 40 characters, or (the tightest
+    // form cuts the middle, so classes sharing a head stay apart) its head and its tail.
+    const std::string label = a.verdict + ": " + opt::failure_class(a);
+    const bool head40 = text.find("- " + label.substr(0, 40)) != std::string::npos;
+    const bool ends = text.find("- " + label.substr(0, 12)) != std::string::npos &&
+                      text.find(label.substr(label.size() - std::min<size_t>(label.size(), 8)) +
+                                " x") != std::string::npos;
+    EXPECT_TRUE(head40 || ends) << label;
   }
 }
 
@@ -276,3 +283,45 @@ TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
 }
 
 }  // namespace
+
+// Classes that share a long head ("runtime_error: RuntimeError: CUDA error: ...") stay distinct in
+// the tightest rendering: it keeps each line's head and tail, not only its head.
+TEST(Trajectory, ClassesSharingAHeadStayDistinctAtTheTightestBudget) {
+  const std::vector<std::string> tails = {"an illegal memory access was encountered",
+                                          "misaligned address",
+                                          "invalid argument",
+                                          "too many resources requested for launch",
+                                          "unspecified launch failure",
+                                          "invalid configuration argument",
+                                          "operation not supported",
+                                          "out of memory",
+                                          "device-side assert triggered",
+                                          "an illegal instruction was encountered",
+                                          "invalid device function",
+                                          "no kernel image is available"};
+  std::vector<opt::Attempt> history;
+  for (size_t i = 0; i < tails.size(); ++i) {
+    opt::Attempt a;
+    a.number = static_cast<int>(i) + 1;
+    a.verdict = "runtime_error";
+    a.error = "RuntimeError: CUDA error: " + tails[i];
+    history.push_back(std::move(a));
+  }
+  opt::PromptBudgets b;
+  b.failures = 180;  // 720 characters for twelve classes: the tightest rendering is chosen
+  auto sections = opt::trajectory_sections(
+      history, {}, b, [](const json& c) { return static_cast<size_t>(c.dump().size()); });
+  auto failures = std::find_if(sections.begin(), sections.end(),
+                               [](const opt::PromptSection& s) { return s.name == "failures"; });
+  ASSERT_NE(failures, sections.end());
+  const json& tightest = failures->variants.back()["failure_classes"];
+  ASSERT_EQ(tightest.size(), tails.size());
+  std::set<std::string> lines;
+  for (const auto& l : tightest) lines.insert(l["line"].get<std::string>());
+  EXPECT_EQ(lines.size(), tails.size()) << tightest.dump(1);
+  // The shared head is said once, on the first line.
+  EXPECT_EQ(
+      tightest[0]["line"].get<std::string>().rfind("runtime_error: RuntimeError: CUDA error: ", 0),
+      0u);
+  EXPECT_EQ(tightest[1]["line"].get<std::string>().rfind("...", 0), 0u);
+}
