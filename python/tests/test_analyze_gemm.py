@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 
 from openkernel_worker.analyze import analyze
-from openkernel_worker.analyze_builder import einsum_as_matmul
+from openkernel_worker.analyze_einsum import einsum_as_matmul
 
 from test_analyze import Write, ops, reference, run
 
