@@ -224,6 +224,19 @@ def test_optimize_shows_attempts_diff_resizes_and_q_leaves_it_resumable(
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout.strip().splitlines()[-1])
     assert [h["number"] for h in report["history"]] == list(range(1, done + 2))
+    # A session run from kernel-code (and resumed from the CLI) exports like any other: one trace
+    # row per attempt, with the verdicts the store recorded (docs/traces.md).
+    out = tmp_path / "traces"
+    x = subprocess.run([str(BINARY), "traces", "export", "--db", str(tmp_path / "db.sqlite"),
+                        "--out", str(out), "--format", "jsonl"], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, **env})
+    assert x.returncode == 0, x.stderr
+    raw = list(out.glob("raw/*/session_tui-1.jsonl"))
+    assert len(raw) == 1, sorted(str(f) for f in out.rglob("*"))
+    rows = [json.loads(line) for line in raw[0].read_text().splitlines() if line.strip()]
+    assert [r["attempt"] for r in rows] == list(range(1, done + 2))
+    assert [r["verdict"] for r in rows] == [h["verdict"] for h in report["history"]]
+    assert all(r["session_id"] == "tui-1" and r["backend"] == "cpu" for r in rows)
 
 
 def test_pause_resume_and_stop_steer_the_run(tmp_path: Path, tmux_at: Callable[..., Tmux]) -> None:
