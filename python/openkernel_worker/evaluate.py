@@ -25,8 +25,8 @@ import time
 from random import Random
 from typing import Any, Iterator
 
-from . import (floor_counts, integrity, physical_floor, prebuild, refcache, roofline, timing,
-               verdicts)
+from . import (floor_counts, integrity, physical_floor, prebuild, profiling, refcache, roofline,
+               timing, verdicts)
 from .candidate_process import (EARLY, MAX_BUILDS_PER_LOAD, SPARE, CandidateDied,
                                 CandidateProcess, CandidateTimeout, SparePool, discard)
 from .compare import dtype_name, flatten
@@ -224,6 +224,7 @@ class Evaluation:
                 if self.device.startswith("cuda"):
                     torch.cuda.empty_cache()
                 SPARE.open_window()  # measurements are over
+        profiling.attach(self)  # its own process, after the candidate's has gone
         return self._finish(time.monotonic() - start)
 
     def _build_reference(self) -> Any:

@@ -21,6 +21,7 @@ BACKENDS = ("cpu", "cuda", "triton")
 CUDA_GRAPH_MODES = ("auto", "on", "off")
 GRAPH_AUTO_US = 50.0  # cuda_graph "auto": graph timing when the eager candidate median is below
 REST_MODES = ("auto", "on", "off")
+PROFILE_TIERS = ("basic", "proton", "deep")  # profiling.py; docs/profiling.md
 REST_AUTO_US = 100.0  # rested "auto": rested timing when the reference's median reaches this
 REST_MIN_RATIO = 0.8  # rested / back-to-back median of the candidate below this, or below the
 # reference's ratio less REST_REF_SLACK: flag rested_gap and report back to back (the 8192^3 bf16
@@ -70,6 +71,7 @@ class Options:
     compile_baseline: bool = False  # also time torch.compile(reference)
     spare: bool = False  # afterwards, start the next candidate processes ahead of time (SparePool)
     rested: str = "auto"  # rested timing on CUDA: auto (the reference's median >= 100 us), on, off
+    profile_tier: str = "basic"  # profiling tier after the evaluation: basic, proton, deep
 
     @staticmethod
     def from_request(req: dict[str, Any]) -> "Options":
@@ -97,6 +99,10 @@ class Options:
         o.rested = req_str(req, "rested", o.rested) or o.rested
         if o.rested not in REST_MODES:
             raise BadInput(f"rested must be one of {', '.join(REST_MODES)}, not {o.rested!r}")
+        o.profile_tier = req_str(req, "profile", o.profile_tier) or o.profile_tier
+        if o.profile_tier not in PROFILE_TIERS:
+            raise BadInput(f"profile must be one of {', '.join(PROFILE_TIERS)}, "
+                           f"not {o.profile_tier!r}")
         mode = req.get("cuda_graph")
         if isinstance(mode, bool):
             mode = "on" if mode else "off"

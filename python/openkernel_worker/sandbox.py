@@ -523,12 +523,12 @@ def scrub_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def prepare(command: list[str], *, scratch: str, env: dict[str, str], device: str = "cpu",
-            opts: Any = None) -> Launch:
+            opts: Any = None, extra_readonly: Sequence[str] = ()) -> Launch:
     """The argv and environment that start `command` (a Python command line) in the sandbox.
 
     `opts` is the evaluation's Options (no_sandbox, timeout_s, trials, timing_budget_s,
-    threads). Raises SandboxUnavailable when bwrap cannot run and
-    opts.no_sandbox is not set."""
+    threads); `extra_readonly` binds more folders read-only (a profiler's installation). Raises
+    SandboxUnavailable when bwrap cannot run and opts.no_sandbox is not set."""
     profile = profile_for(device)
     no_sandbox = bool(getattr(opts, "no_sandbox", False))
     if no_sandbox:
@@ -555,7 +555,7 @@ def prepare(command: list[str], *, scratch: str, env: dict[str, str], device: st
             writable.append(path)
     # The candidate and reference files are not bound: the worker copies them into the scratch
     # directory, so a process started before its candidate was known (a spare) sees them.
-    readonly: list[str] = _readonly_caches(env)
+    readonly: list[str] = _readonly_caches(env) + [os.path.abspath(p) for p in extra_readonly]
     inner_env = scrub_env(env)
     inner_env.update({"TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
     wrapper = [sys.executable, "-m", "openkernel_worker.sandbox", "--limits",

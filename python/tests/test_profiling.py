@@ -1,0 +1,294 @@
+"""The profiling tiers on the CPU: ncu's CSV parsed into the curated metric set, Proton's tree,
+and every graceful limit (no ncu, ERR_NVGPUCTRPERM, an unsupported GPU, a time-out, a failed
+run) with fake `ncu` executables, inside the sandbox and out (docs/profiling.md)."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openkernel_worker import ncu_report, profile_run, profiling, proton_report
+from openkernel_worker.options import BadInput, Options
+from openkernel_worker.sandbox import probe
+
+DATA = Path(__file__).parent / "data" / "profiling"
+CANDIDATE = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+"""
+
+
+def fake_tool(folder: Path, body: str, name: str = "ncu") -> str:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def target(tmp_path: Path, tiny_reference: str, no_sandbox: bool = True) -> profile_run.Target:
+    cand = tmp_path / "candidate.py"
+    cand.write_text(CANDIDATE)
+    opts = Options(reference=tiny_reference, candidate=str(cand), no_sandbox=no_sandbox,
+                   timeout_s=30)
+    return profile_run.Target(reference=tiny_reference, candidate=str(cand), overrides={},
+                              init_seed=1, seed=2, device="cuda:0", env=dict(os.environ),
+                              opts=opts)
+
+
+# -- ncu's raw CSV ---------------------------------------------------------------------------------
+
+def test_raw_page_parsed_into_the_curated_metrics() -> None:
+    kernels = ncu_report.parse_raw((DATA / "synthetic_raw.csv").read_text())
+    assert [k["name"] for k in kernels] == ["softmax_kernel",
+                                            "void relu_kernel<float>(float const*, float*, int)"]
+    k = kernels[0]
+    assert k["duration_us"] == pytest.approx(52.29)  # usecond
+    assert k["block"] == [128, 1, 1] and k["grid"] == [4096, 1, 1]  # thousands separators
+    assert (k["dram_throughput_pct"], k["l2_throughput_pct"], k["sm_throughput_pct"]) == (
+        88.1, 40.2, 30.5)
+    assert k["achieved_occupancy_pct"] == 81.7 and k["theoretical_occupancy_pct"] == 100
+    assert k["registers_per_thread"] == 32
+    assert k["shared_mem_per_block_bytes"] == pytest.approx(260.0)  # 0 B static + 0.26 KB
+    assert k["occupancy_limiter"]["by"] == ["registers"]
+    assert k["occupancy_limiter"]["blocks_per_sm"]["shared_memory"] == 14
+    assert k["l1_hit_rate_pct"] == 12.5 and k["l2_hit_rate_pct"] == 34.0
+    assert [s["reason"] for s in k["top_stalls"]] == ["long_scoreboard", "wait", "barrier"]
+    assert k["top_stalls"][0]["cycles_per_issue"] == 5.5
+    roof = k["roofline"]
+    assert roof["flops"] == 1_048_576 + 2_097_152 + 2 * 4_194_304
+    assert roof["dram_bytes"] == pytest.approx(67.11e6)  # Mbyte
+    assert roof["intensity_flop_per_byte"] == pytest.approx(roof["flops"] / 67.11e6)
+    assert roof["dram_bytes_per_s"] == pytest.approx(67.11e6 / 52.29e-6)
+    # Not in the page: null, and named; never guessed.
+    assert k["tensor_utilisation_pct"] is None
+    assert "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active" in k["missing"]
+    assert k["local_memory"] == {"spilling": None}
+
+
+def test_missing_cells_are_null_and_listed() -> None:
+    relu = ncu_report.parse_raw((DATA / "synthetic_raw.csv").read_text())[1]
+    assert relu["l1_hit_rate_pct"] is None  # "n/a"
+    assert "l1tex__t_sector_hit_rate.pct" in relu["missing"]
+    assert relu["occupancy_limiter"]["by"] == ["warps"]
+    assert relu["roofline"]["flops"] == 0 and relu["roofline"]["intensity_flop_per_byte"] == 0
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no ncu CSV header"),
+    ("==PROF== Disconnected from process 1\n==WARNING== No kernels were profiled.\n",
+     "no ncu CSV header"),
+    ('"ID","Process ID"\n"0","1"\n', "lacks Kernel Name"),
+    ('"ID","Kernel Name","gpu__time_duration.sum"\n"","","nsecond"\n"0","k"\n', "a row has 2"),
+])
+def test_malformed_pages_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ncu_report.ReportError, match=message):
+        ncu_report.parse_raw(text)
+
+
+def test_a_page_without_metrics_gives_kernels_with_everything_missing() -> None:
+    kernels = ncu_report.parse_raw('"ID","Kernel Name"\n"0","k"\n')
+    assert kernels[0]["name"] == "k" and kernels[0]["duration_us"] is None
+    assert "gpu__time_duration.sum" in kernels[0]["missing"]
+
+
+def test_units_scale_to_base_units() -> None:
+    text = ('"ID","Kernel Name","gpu__time_duration.sum","dram__bytes.sum"\n'
+            '"","","msecond","Gbyte"\n"0","k","1.5","2"\n')
+    k = ncu_report.parse_raw(text)[0]
+    assert k["duration_us"] == pytest.approx(1500.0)
+    assert k["roofline"]["dram_bytes"] == pytest.approx(2e9)
+
+
+# -- Proton -----------------------------------------------------------------------------------------
+
+def test_proton_tree_gives_per_kernel_times() -> None:
+    tree = [{"frame": {"name": "ROOT", "type": "function"}, "metrics": {"time (ns)": 0},
+             "children": [
+                 {"frame": {"name": "softmax_kernel", "type": "function"},
+                  "metrics": {"count": 1, "device_id": "0", "device_type": "CUDA",
+                              "time (ns)": 52000, "bytes": 67108864},
+                  "children": []},
+                 {"frame": {"name": "scope", "type": "function"}, "metrics": {},
+                  "children": [{"frame": {"name": "softmax_kernel", "type": "function"},
+                                "metrics": {"count": 2, "device_type": "CUDA",
+                                            "time (ns)": 1000}, "children": []}]}]},
+            {"CUDA": {"0": {"arch": "90"}}}]
+    kernels = proton_report.parse_hatchet(tree)
+    assert len(kernels) == 1
+    assert kernels[0]["count"] == 3 and kernels[0]["duration_us"] == pytest.approx(53.0)
+    assert kernels[0]["bytes_per_s"] == pytest.approx(67108864 / 53e-6)
+
+
+@pytest.mark.parametrize("data", [[], {}, [1], "x", [{"metrics": {}}]])
+def test_proton_malformed(data: Any) -> None:
+    with pytest.raises(proton_report.ReportError):
+        proton_report.parse_hatchet(data)
+
+
+# -- graceful limits with fake ncu executables ---------------------------------------------------------
+
+PERM = ("==PROF== Connected to process 77 (/usr/bin/python3)\n"
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+        "Performance Counters on the target device 0. For instructions on enabling permissions "
+        "and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n")
+
+
+@pytest.mark.parametrize("body, flag, words", [
+    (f"cat <<'EOF'\n{PERM}EOF\nexit 1\n", "counters_not_permitted", "ERR_NVGPUCTRPERM"),
+    ("echo '==ERROR== The selected device is not supported by this version of ncu.'\nexit 1\n",
+     "gpu_unsupported", "cannot profile this GPU"),
+    ("echo '==ERROR== Failed to connect to process'\nexit 9\n", "profile_failed", "status 9"),
+    ("echo '==WARNING== No kernels were profiled.'\nexit 0\n", "no_kernels_profiled",
+     "no kernel"),
+])
+def test_ncu_limits_become_flags(tmp_path: Path, tiny_reference: str, monkeypatch,
+                                 body: str, flag: str, words: str) -> None:
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tmp_path, body))
+    found, limit = profiling.run_deep(target(tmp_path, tiny_reference), timeout_s=30)
+    assert found is None and limit is not None
+    assert limit.flag == flag and words in limit.message
+
+
+def test_no_ncu(tmp_path: Path, tiny_reference: str, monkeypatch) -> None:
+    monkeypatch.setenv(profile_run.NCU_ENV, str(tmp_path / "absent"))
+    found, limit = profiling.run_deep(target(tmp_path, tiny_reference), timeout_s=30)
+    assert found is None and limit is not None and limit.flag == "profiler_missing"
+    assert "OPENKERNEL_NCU" in limit.message
+
+
+def test_a_profile_past_its_time_box_is_stopped(tmp_path: Path, tiny_reference: str,
+                                                monkeypatch) -> None:
+    marker = tmp_path / "child-alive"
+    # The fake leaves a grandchild behind: the whole process group must go.
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(
+        tmp_path, f"(sleep 3; touch {marker}) &\nsleep 60\n"))
+    found, limit = profiling.run_deep(target(tmp_path, tiny_reference), timeout_s=0.5)
+    assert found is None and limit is not None and limit.flag == "profile_timeout"
+    assert "0.5 s" in limit.message
+    import time
+
+    time.sleep(3.5)
+    assert not marker.exists()
+
+
+def success_body(csv_path: Path) -> str:
+    """A fake ncu: the profiling run records where it ran into the report file it was asked to
+    export; `--import` prints the recorded CSV."""
+    return (f'case " $* " in *" --import "*) cat {csv_path}; exit 0;; esac\n'
+            'out=""; prev=""\n'
+            'for a in "$@"; do [ "$prev" = "--export" ] && out="$a"; prev="$a"; done\n'
+            'echo "host=$(hostname) args=$*" > "$out"\n'
+            'echo "==PROF== Disconnected from process 1"\n')
+
+
+def test_deep_tier_parses_what_ncu_reports(tmp_path: Path, tiny_reference: str,
+                                           monkeypatch) -> None:
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tmp_path,
+                                                      success_body(DATA / "synthetic_raw.csv")))
+    t = target(tmp_path, tiny_reference)
+    t.keep_report = str(tmp_path / "kept" / "report.ncu-rep")
+    found, limit = profiling.run_deep(t, timeout_s=30)
+    assert limit is None and found is not None
+    assert [k["name"] for k in found["kernel_metrics"]][0] == "softmax_kernel"
+    assert found["tool"]["name"] == "ncu" and found["tool"]["profile_s"] >= 0
+    report = Path(t.keep_report).read_text()
+    # ncu was asked for one forward between the entry's profiler start and stop.
+    assert "--profile-from-start off" in report and "openkernel_worker.profile_forward" in report
+    assert "--section SpeedOfLight" in report
+
+
+@pytest.mark.skipif(not probe("gpu").ok, reason="bwrap cannot run here")
+def test_ncu_runs_inside_the_sandbox_bound_read_only(tmp_path: Path, tiny_reference: str,
+                                                     monkeypatch) -> None:
+    tools = tmp_path / "nsight"
+    tools.mkdir()
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tools,
+                                                      success_body(DATA / "synthetic_raw.csv")))
+    t = target(tmp_path, tiny_reference, no_sandbox=False)
+    t.keep_report = str(tmp_path / "report.ncu-rep")
+    found, limit = profiling.run_deep(t, timeout_s=60)
+    assert limit is None and found is not None
+    assert "host=openkernel-sandbox" in Path(t.keep_report).read_text()
+
+
+# -- the tiers together ----------------------------------------------------------------------------------
+
+def test_deep_falls_back_to_proton_then_basic(tmp_path: Path, tiny_reference: str,
+                                              monkeypatch) -> None:
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tmp_path, f"cat <<'EOF'\n{PERM}EOF\nexit 1\n"))
+    monkeypatch.setattr(profiling, "proton_available", lambda: False)
+    t = target(tmp_path, tiny_reference)
+    out = profiling.run_tiers("deep", t, 30, str(tmp_path / "cache"),
+                              lambda tier: {"tier": tier, "k": 1})
+    assert out["tier"] == "basic" and out["requested_tier"] == "deep"
+    assert [f["flag"] for f in out["flags"]] == ["counters_not_permitted", "profiler_missing"]
+    assert out["seconds"] >= 0 and "kernel_metrics" not in out
+
+
+def test_deep_profiles_are_cached_by_key(tmp_path: Path, tiny_reference: str,
+                                         monkeypatch) -> None:
+    log = tmp_path / "calls"
+    body = f'case "$*" in *--export*) echo run >> {log};; esac\n' + success_body(DATA / "synthetic_raw.csv")
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tmp_path, body))
+    t = target(tmp_path, tiny_reference)
+    cache = str(tmp_path / "cache")
+    first = profiling.run_tiers("deep", t, 30, cache, lambda tier: {"tier": tier, "src": "a"})
+    second = profiling.run_tiers("deep", t, 30, cache, lambda tier: {"tier": tier, "src": "a"})
+    assert first["tier"] == second["tier"] == "deep"
+    assert (first["cached"], second["cached"]) == (False, True)
+    assert second["kernel_metrics"] == first["kernel_metrics"]
+    assert os.path.isfile(first["report_file"])
+    third = profiling.run_tiers("deep", t, 30, cache, lambda tier: {"tier": tier, "src": "b"})
+    assert third["cached"] is False
+    assert log.read_text().count("run") == 2  # the second was cached
+
+
+def test_cpu_evaluation_asked_for_deep_reports_basic_with_a_flag(tiny_reference: str,
+                                                                 write) -> None:
+    from openkernel_worker.evaluate import evaluate
+
+    from test_evaluate import CORRECT  # a native CPU kernel
+
+    r = evaluate({"reference": tiny_reference, "candidate": write("c.py", CORRECT),
+                  "backend": "cpu", "trials": 1, "timing_budget_s": 0.05, "no_sandbox": True,
+                  "profile": "deep"})
+    assert r["verdict"] == "correct"
+    prof = r["profile"]
+    assert prof["tier"] == "basic" and prof["requested_tier"] == "deep"
+    assert prof["flags"][0]["flag"] == "no_gpu" and prof["kernel_table"] is not None
+    assert "profile_tier" in r["phases_s"]
+    plain = evaluate({"reference": tiny_reference, "candidate": write("d.py", CORRECT),
+                      "backend": "cpu", "trials": 1, "timing_budget_s": 0.05,
+                      "no_sandbox": True})
+    assert plain["profile"]["tier"] == "basic" and "requested_tier" not in plain["profile"]
+    assert "profile_tier" not in plain["phases_s"]
+
+
+def test_unknown_tier_is_bad_input() -> None:
+    with pytest.raises(BadInput, match="profile must be one of basic, proton, deep"):
+        Options.from_request({"reference": "/r.py", "candidate": "/c.py", "profile": "full"})
+
+
+def test_profiled_process_spec_round_trip(tmp_path: Path, tiny_reference: str) -> None:
+    scratch = profile_run.ProfileScratch(target(tmp_path, tiny_reference), "ncu", "out.ncu-rep")
+    try:
+        spec = json.loads(Path(scratch.spec).read_text())
+        assert spec["mode"] == "ncu" and os.path.isfile(spec["candidate"])
+        assert spec["candidate"].startswith(scratch.path)
+        assert scratch.entry()[-2:] == ["openkernel_worker.profile_forward", scratch.spec]
+    finally:
+        scratch.close()
+    assert not os.path.exists(scratch.path)
