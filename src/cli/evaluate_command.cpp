@@ -8,6 +8,7 @@
 
 #include "eval/evaluator.hpp"
 #include "eval/record.hpp"
+#include "profile/profile.hpp"
 #include "util/paths.hpp"
 #include "util/strings.hpp"
 
@@ -81,6 +82,7 @@ util::Result<json> evaluate_recorded(Engine& engine, const EvaluateOptions& o,
   req.cuda_graph = o.cuda_graph;
   req.rested = o.rested;
   req.compile_baseline = o.compile_baseline;
+  req.profile = o.profile;
   req.spare = control.spare;
   auto result = eval::evaluate(worker, req, control.cancel);
   if (!result) return result;
@@ -108,6 +110,11 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
   add_timing_mode_options(cmd, o->cuda_graph, o->rested);
   cmd->add_flag("--compile-baseline", o->compile_baseline,
                 "Also time torch.compile(reference) and report speedup_compile");
+  cmd->add_option("--profile", o->profile,
+                  "Profiling tier for a correct candidate: basic (default), proton or deep "
+                  "(Nsight Compute); docs/profiling.md")
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(profile::kTiers), std::end(profile::kTiers))));
   cmd->add_flag("--json", o->json, "Print one JSON object");
   add_python_option(cmd, o->python);
   cmd->add_option("--db", g.db, "Store database (default: the user's data directory)");

@@ -24,6 +24,7 @@ struct EvaluateOptions {
   std::string cuda_graph = "auto";
   std::string rested = "auto";
   bool compile_baseline = false;
+  std::string profile = "basic";  // profiling tier: basic, proton, deep
   bool json = false;
   std::string python;
 };

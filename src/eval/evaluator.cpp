@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "profile/profile.hpp"
+
 namespace ok::eval {
 
 using nlohmann::json;
@@ -27,6 +29,7 @@ json to_json(const EvalRequest& r) {
   if (r.rested != "auto") j["rested"] = r.rested;
   if (r.compile_baseline) j["compile_baseline"] = true;
   if (r.spare) j["spare"] = true;
+  if (r.profile != "basic") j["profile"] = r.profile;
   return j;
 }
 
@@ -37,7 +40,9 @@ util::Result<json> evaluate(Worker& worker, const EvalRequest& request,
   // for the compile, every trial, timing and the reference's own runs.
   auto limit = std::chrono::seconds(
       static_cast<long long>(request.limits.timeout_s * (request.limits.trials + 6) +
-                             request.limits.timing_budget_s * 3 + 600));
+                             request.limits.timing_budget_s * 3 + 600 +
+                             // a profiling tier: the profiled run and reading its report
+                             (request.profile != "basic" ? 2 * request.limits.timeout_s : 0)));
   auto r = worker.call(to_json(request), limit, cancel);
   if (!r) return r;
   (*r)["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -90,6 +95,7 @@ std::string format_report(const json& r) {
   }
   for (const auto& reason : r.value("reasons", json::array()))
     out += "  - " + reason.get<std::string>() + "\n";
+  if (r.contains("profile")) out += profile::format_profile(r["profile"]);
   if (r.contains("wall_s")) out += fmt::format("took      {:.1f} s\n", r["wall_s"].get<double>());
   return out;
 }

@@ -30,6 +30,9 @@ struct EvalRequest {
   // More evaluations follow on this worker: it starts the next candidate process ahead of time
   // (sent only when true; docs/evaluation.md, "Throughput").
   bool spare = false;
+  // The profiling tier after a correct evaluation: basic, proton or deep (sent unless basic;
+  // src/profile/profile.hpp, docs/profiling.md).
+  std::string profile = "basic";
 };
 
 nlohmann::json to_json(const EvalRequest& r);

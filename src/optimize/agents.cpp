@@ -11,6 +11,7 @@
 #include "llm/provider.hpp"
 #include "optimize/prompts.hpp"
 #include "optimize/trajectory.hpp"
+#include "profile/profile.hpp"
 #include "util/paths.hpp"
 
 namespace ok::optimize {
@@ -170,11 +171,13 @@ json heuristic_diagnosis(const ProblemContext& problem, const Attempt& attempt, 
   if (intensity > 0)
     evidence.push_back(
         fmt::format("arithmetic intensity {:.2f} FLOP/byte, ridge point {:.1f}", intensity, ridge));
-  return {{"bottleneck", bottleneck},
-          {"evidence", evidence},
-          {"suggestions", suggestions},
-          {"expected_gain", gain},
-          {"source", "heuristic"}};
+  json d = {{"bottleneck", bottleneck},
+            {"evidence", evidence},
+            {"suggestions", suggestions},
+            {"expected_gain", gain},
+            {"source", "heuristic"}};
+  profile::refine_diagnosis(d, r.value("profile", json()));  // a deep profile's class wins
+  return d;
 }
 
 namespace {
