@@ -69,6 +69,18 @@ def _failed_run(result: Any, tool: str) -> Limit | None:
     return classify(result.output, result.returncode, tool)
 
 
+def _profiled(scratch: ProfileScratch, target: Target, command: list[str], tool_dirs: list[str],
+              timeout_s: float, tool: str) -> tuple[Any, Limit | None]:
+    """`command` run in the sandbox in `scratch`, time-boxed: (its RunResult, why it gave no
+    profile or None)."""
+    try:
+        argv, env = sandboxed(command, scratch.path, target, tool_dirs)
+    except SandboxUnavailable as e:
+        return None, Limit("sandbox_unavailable", str(e))
+    run = run_bounded(argv, env, scratch.path, timeout_s, tool)
+    return run, _failed_run(run, tool)
+
+
 def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, Limit | None]:
     """(the deep tier's additions, None) or (None, why not)."""
     ncu = find_ncu()
@@ -77,13 +89,8 @@ def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, L
                                                "/usr/local/cuda/bin; set OPENKERNEL_NCU")
     scratch = ProfileScratch(target, "ncu", "profile.ncu-rep")
     try:
-        try:
-            argv, env = sandboxed(ncu_command(ncu, scratch.output, scratch.entry()),
-                                  scratch.path, target, [tool_root(ncu)])
-        except SandboxUnavailable as e:
-            return None, Limit("sandbox_unavailable", str(e))
-        run = run_bounded(argv, env, scratch.path, timeout_s, "ncu")
-        limit = _failed_run(run, "ncu")
+        run, limit = _profiled(scratch, target, ncu_command(ncu, scratch.output, scratch.entry()),
+                               [tool_root(ncu)], timeout_s, "ncu")
         if limit is not None:
             return None, limit
         if not os.path.isfile(scratch.output):
@@ -103,8 +110,7 @@ def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, L
         return {"kernel_metrics": kernels,
                 "tool": {"name": "ncu", "version": ncu_version(ncu), "sections": list(SECTIONS),
                          "profile_s": round(run.seconds, 3),
-                         "import_s": round(imported.seconds, 3)},
-                "_report": scratch.output}, None
+                         "import_s": round(imported.seconds, 3)}}, None
     finally:
         if target.keep_report and os.path.isfile(scratch.output):
             _keep(scratch.output, target.keep_report)
@@ -126,12 +132,7 @@ def run_proton(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None,
                                                "this Python's Triton")
     scratch = ProfileScratch(target, "proton", "profile.hatchet")
     try:
-        try:
-            argv, env = sandboxed(scratch.entry(), scratch.path, target, [])
-        except SandboxUnavailable as e:
-            return None, Limit("sandbox_unavailable", str(e))
-        run = run_bounded(argv, env, scratch.path, timeout_s, "Proton")
-        limit = _failed_run(run, "Proton")
+        run, limit = _profiled(scratch, target, scratch.entry(), [], timeout_s, "Proton")
         if limit is not None:
             return None, limit
         try:
@@ -184,7 +185,6 @@ def run_tiers(requested: str, target: Target, timeout_s: float, cache_root: str,
         target.keep_report = path[:-len(".json")] + ".ncu-rep" if tier == "deep" else ""
         found, limit = (run_deep if tier == "deep" else run_proton)(target, timeout_s)
         if found is not None:
-            found.pop("_report", None)
             if tier == "deep":
                 found["report_file"] = target.keep_report
             note = private_json.write(path, {"version": CACHE_VERSION, "key": key,

@@ -16,20 +16,7 @@ from openkernel_worker.options import BadInput, Options
 from openkernel_worker.sandbox import probe
 
 DATA = Path(__file__).parent / "data" / "profiling"
-CANDIDATE = """
-import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    def __init__(self, scale):
-        super().__init__()
-        self.scale = scale
-
-    def forward(self, x):
-        return torch.relu(x) * self.scale
-"""
-
+CANDIDATE = "class ModelNew:\n    pass\n"  # staged, never run: the fake ncu runs nothing
 
 def fake_tool(folder: Path, body: str, name: str = "ncu") -> str:
     path = folder / name
