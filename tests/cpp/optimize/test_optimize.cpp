@@ -253,6 +253,35 @@ TEST(LlmCritic, ValidReplyIsUsedAndBrokenOneFallsBack) {
   EXPECT_TRUE(d.contains("note"));
 }
 
+// The model critic's prompt carries a deep profile's numbers (the rule-based reading it quotes:
+// the dominant kernel's metrics and ncu's evidence, bounded to one kernel; docs/profiling.md).
+TEST(LlmCritic, PromptCarriesTheDeepProfile) {
+  std::vector<std::string> seen;
+  ok::llm::ClientOptions co;
+  co.retry.max_retries = 0;
+  ok::llm::Client client(endpoint(),
+                         std::make_unique<ScriptedProvider>(std::deque<std::string>{}, &seen), co);
+  auto critic = opt::make_llm_critic(client, kRoot / "data/prompts", "s1");
+  json r = correct_result(10);
+  r["profile"] = {
+      {"tier", "deep"},
+      {"kernel_metrics", json::array({{{"name", "relu_kernel"},
+                                       {"duration_us", 9.0},
+                                       {"dram_throughput_pct", 21.5},
+                                       {"sm_throughput_pct", 12.0},
+                                       {"achieved_occupancy_pct", 17.25},
+                                       {"registers_per_thread", 96.0},
+                                       {"occupancy_limiter", {{"by", {"registers"}}}}}})}};
+  opt::Attempt a;
+  a.verdict = "correct";
+  double cost = 0;
+  auto d = critic->diagnose(problem(), a, r, cost);
+  EXPECT_EQ(d["bottleneck"], "occupancy");  // the model's reply was empty: the heuristic's
+  ASSERT_FALSE(seen.empty());
+  EXPECT_NE(seen[0].find("\"achieved_occupancy_pct\": 17.25"), std::string::npos) << seen[0];
+  EXPECT_NE(seen[0].find("registers limit occupancy (96 per thread)"), std::string::npos);
+}
+
 TEST(Report, KeysVerdictsAndMarkdown) {
   opt::Options o;
   o.name = "19_ReLU";
