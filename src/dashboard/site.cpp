@@ -10,7 +10,7 @@ namespace fs = std::filesystem;
 
 const std::vector<VendorFile>& vendor_files() {
   static const std::vector<VendorFile> files = {
-      {"/vendor/plotly.min.js", "plotly.js-dist-min/plotly.min.js"},
+      {"/vendor/plotly.min.js", "plotly.js-cartesian-dist-min/plotly-cartesian.min.js"},
       {"/vendor/highlight.min.js", "@highlightjs/cdn-assets/es/highlight.min.js"},
       {"/vendor/highlight-github.min.css", "@highlightjs/cdn-assets/styles/github.min.css"},
   };

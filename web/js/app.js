@@ -6,9 +6,9 @@
 //
 // The first render is ordered for speed (docs/dashboard.md, "Render time"): every request of the
 // chosen session goes out at once when this module starts, without waiting for Plotly, which
-// loads async; the text panels (summary, table, tree, diff) are drawn as soon as the data is
-// here; the Plotly panels once Plotly has run; the 3D landscape (WebGL, the costliest) last, in
-// its own task, after the others have been painted.
+// loads async; the panels that do not use Plotly (summary, table, tree, diff, the utilisation
+// gauges and the 3D landscape, drawn on a canvas) are drawn as soon as the data is here; the
+// Plotly panels once Plotly has run.
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
 import { renderDiff, renderTable, renderTree } from "./detail_panels.js";
@@ -30,14 +30,12 @@ const state = {
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
 // Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
-// here), textPanelsMs (the text panels drawn), plotlyMs (Plotly has run), plotsMs (the Plotly
-// panels but the landscape drawn), landscapeStartMs (after their frame was painted), drawnMs
-// (the landscape drawn), firstRenderMs (the frame with every panel painted); renderMs: each
-// panel's drawing time.
+// here), textPanelsMs (the panels without Plotly drawn), plotlyMs (Plotly has run), plotsMs (the
+// Plotly panels drawn), drawnMs (every panel drawn, the diff's sources here), firstRenderMs (the
+// frame with every panel painted); renderMs: each panel's drawing time.
 const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
                       moduleStartMs: performance.now(), dataMs: null, textPanelsMs: null,
-                      plotlyMs: null, plotsMs: null, landscapeStartMs: null, drawnMs: null,
-                      renderMs: {} };
+                      plotlyMs: null, plotsMs: null, drawnMs: null, renderMs: {} };
 // Keeps the first time of a mark.
 const mark = (name) => { if (okDashboard[name] === null) okDashboard[name] = performance.now(); };
 window.okDashboard = okDashboard;
@@ -62,9 +60,9 @@ function select(number) {
 
 function renderSelectionDependents() {
   timed("table", () => renderTable(panel("table"), state, select));
+  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
   if (!plotly()) return;  // drawn by drawPlots once Plotly has run
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
-  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
 }
 
 // Runs one panel's render and keeps how long it took (okDashboard.renderMs, for the bench).
@@ -78,29 +76,26 @@ function timed(name, render) {
 function renderText() {
   timed("table", () => renderTable(panel("table"), state, select));
   timed("tree", () => renderTree(panel("tree"), state, select));
+  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
+  timed("landscape", () => renderLandscape(panel("landscape"), state, select));
 }
 
-// Resolves after a frame has been painted: what was drawn before shows while the next task runs.
-// A hidden tab paints no frame: there it resolves in the next task, so the live loop goes on.
+// Resolves after a frame has been painted. A hidden tab paints no frame: there it resolves in
+// the next task, so the live loop goes on.
 function nextPaint() {
   if (document.hidden) return new Promise((resolve) => setTimeout(resolve, 0));
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
 
-// The Plotly panels, with the state as it is when Plotly is there; the landscape last, after a
-// paint. Resolves when every one is drawn.
+// The Plotly panels, with the state as it is when Plotly is there. Resolves when every one is
+// drawn.
 async function drawPlots() {
   await plotlyLoaded;
   mark("plotlyMs");
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
-  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
   timed("roofline", () => renderRoofline(panel("roofline"), state));
   renderAcross();
   mark("plotsMs");
-  await nextPaint();
-  mark("landscapeStartMs");
-  timed("landscape", () => renderLandscape(panel("landscape"), state));
-  mark("drawnMs");
 }
 
 function renderAcross() {
@@ -185,6 +180,7 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   renderText();
   mark("textPanelsMs");
   await Promise.all([drawPlots(), diff]);
+  mark("drawnMs");
 }
 
 // Re-reads the session list; true when a session was added or changed since the last read.
@@ -289,6 +285,7 @@ async function main() {
     renderText();
     renderDiff(panel("diff"), state, sources);
     await drawPlots();
+    mark("drawnMs");
   }
   await nextPaint();  // complete means on screen: the frame with the last panel painted
   okDashboard.firstRenderMs = performance.now();
