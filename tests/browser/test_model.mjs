@@ -9,7 +9,7 @@ import { bandPath, dialPoint, gaugeSvg } from "../../web/js/gauge.js";
 import {
   bestSoFar, codeSegments, escapeHtml, filterRows, intentForest, landscapeAxes, lineDiff,
   paretoFrontier, roofLines, secondsBetween, sortRows, splitHighlightedLines, statusCounts,
-  strategyRows,
+  strategyRows, visibleRows,
 } from "../../web/js/model.js";
 import {
   DEFAULT_VIEW, axisScale, backWalls, cameraBasis, labelEdges, layoutScatter, nearestPoint,
@@ -46,6 +46,14 @@ test("filterRows matches every word, and key:value against that field", () => {
   assert.deepEqual(filterRows(rows, "verdict:correct", text), [rows[0]]);
   assert.equal(filterRows(rows, "  ", text).length, 2);
   assert.equal(filterRows(rows, "nothing:here", text).length, 0);
+});
+
+test("visibleRows draws the rows in view and a margin, never past either end", () => {
+  assert.deepEqual(visibleRows(500, 0, 24, 420, 20), [0, 38]);
+  assert.deepEqual(visibleRows(500, 6000, 24, 420, 20), [230, 288]);
+  assert.deepEqual(visibleRows(500, 1e6, 24, 420, 20), [500, 500]);
+  assert.deepEqual(visibleRows(3, 0, 24, 420, 20), [0, 3]);
+  assert.deepEqual(visibleRows(0, 0, 24, 420, 20), [0, 0]);
 });
 
 test("lineDiff finds the changed lines with both sides' numbers", () => {
