@@ -5,6 +5,8 @@
 //   the page within 2 s of its row's time;
 // - once it ends, every panel renders with data and the page logged no console error;
 // - the experiment table sorts and filters; the diff shows two chosen attempts, highlighted;
+// - the utilisation gauges are drawn; the landscape's hover names a point's attempt and
+//   configuration, a click selects it, a drag turns the view;
 // - a second session shows up in the picker and in the panels across sessions;
 // - a screenshot of every panel is saved (DASHBOARD_SCREENSHOTS=docs/dashboard to refresh the
 //   docs' pictures; a temporary folder otherwise).
@@ -171,6 +173,47 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     for (const name of PANELS) {
       await page.locator(`#panel-${name}`).screenshot({ path: join(shots, `${name}.png`) });
     }
+
+    // The utilisation gauges: four SVG dials naming the best and the selected attempt.
+    const gauges = await page.$$eval("#panel-utilisation svg.gauge", (gs) => gs.map((g) => g.getAttribute("aria-label")));
+    assert.equal(gauges.length, 4);
+    assert.match(gauges[0], /^best #\d+: bandwidth: [\d.]+%$/);
+
+    // The landscape (a canvas 3D scatter): its points drawn, a point's hover names the attempt
+    // and its configuration, a click selects it (the diff's right-hand side), a drag turns it.
+    const canvas = page.locator("#panel-landscape canvas.scatter3d");
+    await canvas.scrollIntoViewIfNeeded();
+    const drawnPoints = Number(await canvas.getAttribute("data-points"));
+    assert.ok(drawnPoints >= 1 && drawnPoints <= live.attempts.length, `${drawnPoints} points drawn`);
+    const target = await page.evaluate(() => {
+      const c = document.querySelector("#panel-landscape canvas.scatter3d");
+      const r = c.getBoundingClientRect();
+      const d = c.okScatter.drawn[c.okScatter.drawn.length - 1];  // the nearest: drawn last
+      return { x: r.left + d.x, y: r.top + d.y, number: d.point.id, axes: c.okScatter.model.axes.map((a) => a.title) };
+    });
+    await page.mouse.move(target.x, target.y);
+    const tip = page.locator("#panel-landscape .tooltip3d");
+    await tip.waitFor({ state: "visible", timeout: 5_000 });
+    const tipText = await tip.innerText();
+    assert.match(tipText, new RegExp(`^#${target.number} `));
+    for (const axis of target.axes) assert.ok(tipText.includes(`${axis}: `), `${axis} in ${tipText}`);
+    await page.mouse.click(target.x, target.y);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), target.number,
+                               { timeout: 5_000 });
+    const view = () => page.evaluate(() => document.querySelector("#panel-landscape canvas").okScatter.view);
+    const before = await view();
+    const pixels = () => canvas.evaluate((c) => c.toDataURL());
+    const imageBefore = await pixels();
+    await page.mouse.move(target.x - 60, target.y);
+    await page.mouse.down();
+    await page.mouse.move(target.x + 40, target.y + 30, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction((az) => document.querySelector("#panel-landscape canvas").okScatter.view.azimuth !== az,
+                               before.azimuth, { timeout: 5_000 });
+    assert.ok((await view()).elevation > before.elevation, "dragging down tilts the box");
+    await page.waitForFunction((img) => document.querySelector("#panel-landscape canvas").toDataURL() !== img,
+                               imageBefore, { timeout: 5_000 });
+    await page.mouse.move(0, 0);
     // The Charts page: chart_data of the store's sessions (src/charts), drawn with Plotly.
     await page.click('nav button[data-page="charts"]');
     await page.waitForFunction(() => document.querySelector("#panel-charts").dataset.state, null,

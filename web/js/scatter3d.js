@@ -293,7 +293,10 @@ export function drawScatter3d(box, spec, onSelect = () => {}) {
   st.model = layoutScatter(spec);
   st.colourTitle = spec.colourTitle || "";
   st.onSelect = onSelect;
-  st.redraw = () => { st.drawn = paint(canvas, st.model, st.view, st.colourTitle); };
+  st.redraw = () => {
+    st.drawn = paint(canvas, st.model, st.view, st.colourTitle);
+    st.size = `${canvas.clientWidth}x${canvas.clientHeight}`;
+  };
   st.redraw();
   canvas.dataset.points = String(st.drawn.length);
   canvas.setAttribute("aria-label", `3D scatter of ${st.drawn.length} attempts over ` +
@@ -358,5 +361,8 @@ function bind(canvas, tip) {
     schedule();
   }, { passive: false });
   canvas.addEventListener("dblclick", () => { st().view = { ...DEFAULT_VIEW }; schedule(); });
-  new ResizeObserver(schedule).observe(canvas);
+  // Redrawn when its size changes (not for the first notice, of the size it was drawn at).
+  new ResizeObserver(() => {
+    if (st().size !== `${canvas.clientWidth}x${canvas.clientHeight}`) schedule();
+  }).observe(canvas);
 }
