@@ -118,14 +118,14 @@ function renderSummary() {
 
 function fillDiffPickers() {
   const attempts = state.detail ? state.detail.attempts : [];
-  for (const id of ["diff-a", "diff-b"]) {
-    const sel = $(id);
-    const keep = sel.value;
-    sel.innerHTML = attempts.map((a) => `<option value="${Number(a.number)}">#${Number(a.number)} ` +
-                                        `${escapeHtml(a.verdict)}` +
-                                        `${a.speedup ? " " + fmtSpeedup(a.speedup) : ""}</option>`).join("");
-    if (keep) sel.value = keep;
-  }
+  // The options are written once and copied to the second picker (parsing is the costly part).
+  const [selA, selB] = [$("diff-a"), $("diff-b")];
+  const keep = [selA.value, selB.value];
+  selA.innerHTML = attempts.map((a) => `<option value="${Number(a.number)}">#${Number(a.number)} ` +
+                                       `${escapeHtml(a.verdict)}` +
+                                       `${a.speedup ? " " + fmtSpeedup(a.speedup) : ""}</option>`).join("");
+  selB.replaceChildren(...selA.cloneNode(true).children);
+  [selA, selB].forEach((sel, i) => { if (keep[i]) sel.value = keep[i]; });
   if (attempts.length && state.diff.a === null) {
     const best = state.detail.session.best_attempt;
     state.diff.a = attempts[0].number;
