@@ -11,7 +11,7 @@
 // Plotly panels once Plotly has run.
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
-import { renderDiff, renderTable, renderTree } from "./detail_panels.js";
+import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
 import { plotly, plotlyLoaded } from "./plots.js";
 import {
@@ -144,6 +144,7 @@ async function loadDiff() {
   const got = await Promise.all(wanted.map((n) =>
     getJSON(`/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`)));
   wanted.forEach((n, i) => sources.set(n, got[i]));
+  await highlightLoaded;
   if (id === state.id) renderDiff(panel("diff"), state, sources);
 }
 

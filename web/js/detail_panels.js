@@ -1,13 +1,17 @@
 // The session's text panels: the experiment table (sortable, filterable), the code diff of two
 // chosen attempts (highlight.js) and the strategy tree (the world model's intents).
-// Relative, so that a page loaded from the versioned paths (/static/VERSION/...) imports the
-// same versioned file index.html preloads.
-import hljs from "../vendor/highlight.min.js";
 import {
   codeSegments, escapeHtml, filterRows, fmtPercent, fmtSpeedup, fmtUs, fmtUsd, intentForest,
   lineDiff, sortRows, splitHighlightedLines, statusCounts, visibleRows,
 } from "./model.js";
 import { rendered } from "./plots.js";
+
+// highlight.js (the largest of the page's modules) is a dynamic import, not a static one, so that it
+// does not hold up app.js, which requests the data: the diff waits for highlightLoaded. Relative,
+// so that a page loaded from the versioned paths (/static/VERSION/...) imports the same versioned
+// file index.html preloads.
+let hljs = null;
+export const highlightLoaded = import("../vendor/highlight.min.js").then((m) => { hljs = m.default; });
 
 // The table's columns: key (sort and filter), header, cell text.
 const COLUMNS = [
