@@ -20,7 +20,9 @@
 // are checked on this checkout's page only.
 //
 //   node bench/dashboard_bench.mjs [--out bench/results/cpu_dashboard_500_v2] [--cold N] [--warm N]
-//                                  [--before BIN_DIR:HOME]
+//                                  [--before BIN_DIR:HOME] [--screenshots DIR]
+// --screenshots DIR saves this checkout's landscape and utilisation panels of the 500-attempt
+// session there (landscape_500.png, utilisation_500.png; docs/dashboard.md shows them).
 // Writes OUT.json and OUT.txt; exits 1 when a limit is missed.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -38,6 +40,7 @@ const out = arg("--out", null) && resolve(arg("--out"));
 const API_LIMIT_MS = 200, RENDER_LIMIT_MS = 1000, REPEATS = 20;
 const COLD = Number(arg("--cold", 5)), WARM = Number(arg("--warm", 5));
 const BEFORE = arg("--before", null);
+const SHOTS = arg("--screenshots", null) && resolve(arg("--screenshots"));
 const CHROMIUM_ARGS = ["--no-sandbox", "--use-gl=swiftshader", "--enable-unsafe-swiftshader"];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -161,6 +164,12 @@ async function main() {
   // Each page's last cold profile opens it again: a returning user.
   for (let i = 0; i < WARM; i++) {
     for (const p of inTurn(i)) p.warm.push(await load(p.ctx.pages()[0], p.url));
+  }
+  if (SHOTS) {
+    for (const name of ["landscape", "utilisation"]) {
+      await pages[0].ctx.pages()[0].locator(`#panel-${name}`)
+        .screenshot({ path: join(SHOTS, `${name}_500.png`) });
+    }
   }
   for (const p of pages) {
     await p.ctx.close();

@@ -214,6 +214,7 @@ test("scatter3d: ticks, tick labels and axis scales", () => {
   assert.deepEqual(niceTicks(0, 10, 5), [0, 2, 4, 6, 8, 10]);
   assert.deepEqual(niceTicks(0.13, 0.61, 4), [0.2, 0.4, 0.6]);
   assert.deepEqual(niceTicks(0.13, 0.61, 8), [0.2, 0.3, 0.4, 0.5, 0.6]);
+  assert.deepEqual(niceTicks(0.17, 0.974, 4), [0.2, 0.4, 0.6, 0.8], "three ticks at least");
   assert.deepEqual(niceTicks(3, 3), [3]);
   assert.deepEqual(niceTicks(5, 1), []);
   assert.deepEqual([tickLabel(0), tickLabel(1.23456), tickLabel(250000), tickLabel(-0.5)],

@@ -64,17 +64,24 @@ export function rotate(view, dx, dy) {
   return { ...view, azimuth: view.azimuth - dx * 0.01, elevation };
 }
 
-// About `count` round tick values covering [lo, hi] (steps of 1, 2 or 5 times a power of ten).
+// About `count` round tick values within [lo, hi] (steps of 1, 2 or 5 times a power of ten),
+// three at least: a smaller step when the round one leaves fewer.
 export function niceTicks(lo, hi, count = 5) {
   if (!(Number.isFinite(lo) && Number.isFinite(hi)) || hi < lo) return [];
   if (hi === lo) return [lo];
   const raw = (hi - lo) / Math.max(1, count);
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
-  const ticks = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
-    ticks.push(Number(v.toPrecision(12)));
-  }
+  const steps = [0.2, 0.5, 1, 2, 5, 10].map((m) => m * mag);
+  const within = (step) => {
+    const ticks = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+      ticks.push(Number(v.toPrecision(12)));
+    }
+    return ticks;
+  };
+  let k = steps.findIndex((s) => s >= raw);
+  let ticks = within(steps[k]);
+  while (ticks.length < 3 && k > 0) ticks = within(steps[--k]);
   return ticks;
 }
 
