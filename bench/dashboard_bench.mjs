@@ -21,8 +21,8 @@
 //
 //   node bench/dashboard_bench.mjs [--out bench/results/cpu_dashboard_500_v2] [--cold N] [--warm N]
 //                                  [--before BIN_DIR:HOME] [--screenshots DIR]
-// --screenshots DIR saves this checkout's landscape and utilisation panels of the 500-attempt
-// session there (landscape_500.png, utilisation_500.png; docs/dashboard.md shows them).
+// --screenshots DIR saves this checkout's landscape panel of the 500-attempt session there
+// (landscape_500.png; docs/dashboard.md shows it).
 // Writes OUT.json and OUT.txt; exits 1 when a limit is missed.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -166,10 +166,8 @@ async function main() {
     for (const p of inTurn(i)) p.warm.push(await load(p.ctx.pages()[0], p.url));
   }
   if (SHOTS) {
-    for (const name of ["landscape", "utilisation"]) {
-      await pages[0].ctx.pages()[0].locator(`#panel-${name}`)
-        .screenshot({ path: join(SHOTS, `${name}_500.png`) });
-    }
+    await pages[0].ctx.pages()[0].locator("#panel-landscape")
+      .screenshot({ path: join(SHOTS, "landscape_500.png") });
   }
   for (const p of pages) {
     await p.ctx.close();
