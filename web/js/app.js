@@ -177,12 +177,12 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   noteSeen();
   renderSummary();
   fillDiffPickers();
-  const diff = loadDiff();  // the two sources load while the panels without Plotly draw
+  // The diff's two sources first (one round trip, a few ms, the page nearly empty meanwhile):
+  // drawn before the panels, their answers would wait behind them, and the diff would come in
+  // a second frame, a second paint of the whole page.
+  await loadDiff();
   renderText();
   mark("textPanelsMs");
-  // The diff before the Plotly panels: its sources' answers (one round trip) would otherwise
-  // wait behind them and the diff be drawn after their frame, costing a second paint.
-  await diff;
   await drawPlots();
   mark("drawnMs");
 }
