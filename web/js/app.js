@@ -180,10 +180,13 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   // The diff's two sources first (one round trip, a few ms, the page nearly empty meanwhile):
   // drawn before the panels, their answers would wait behind them, and the diff would come in
   // a second frame, a second paint of the whole page.
-  await loadDiff();
+  // A diff that fails does not keep the panels off the screen; its error is the render's.
+  const diff = loadDiff();
+  await diff.catch(() => {});
   renderText();
   mark("textPanelsMs");
   await drawPlots();
+  await diff;
   mark("drawnMs");
 }
 

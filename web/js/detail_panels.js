@@ -6,10 +6,10 @@ import {
 } from "./model.js";
 import { rendered } from "./plots.js";
 
-// highlight.js (the largest of the page's modules) is a dynamic import, not a static one, so that it
-// does not hold up app.js, which requests the data: the diff waits for highlightLoaded. Relative,
-// so that a page loaded from the versioned paths (/static/VERSION/...) imports the same versioned
-// file index.html preloads.
+// highlight.js (the largest of the page's modules) is a dynamic import, not a static one, so
+// that it does not hold up app.js, which requests the data: the diff waits for highlightLoaded.
+// Relative, so that a page loaded from the versioned paths (/static/VERSION/...) imports the same
+// versioned file index.html preloads.
 let hljs = null;
 export const highlightLoaded = import("../vendor/highlight.min.js").then((m) => { hljs = m.default; });
 
