@@ -10,6 +10,9 @@
 // - a second session shows up in the picker and in the panels across sessions;
 // - a screenshot of every panel is saved (DASHBOARD_SCREENSHOTS=docs/dashboard to refresh the
 //   docs' pictures; a temporary folder otherwise).
+// A second test opens a synthetic 500-attempt session (dashboard_synth, as the bench does): the
+// table draws only the rows in view and follows the scroll, sorts, filters and selects over all
+// 500; the landscape draws every attempt.
 // Skips, saying why, without chromium, node_modules or the built binaries.
 //
 //   node --test tests/browser/dashboard.test.mjs
@@ -228,5 +231,75 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     if (browser) await browser.close();
     for (const p of procs) if (p.exitCode === null) p.kill("SIGTERM");
     if (!process.env.DASHBOARD_KEEP) rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test("a 500-attempt session: the table draws the rows in view, the landscape every attempt",
+     { skip: reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`),
+       timeout: 300_000 }, async () => {
+  const require = createRequire(import.meta.url);
+  const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
+  const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-500-"));
+  const db = join(tmp, "db.sqlite");
+  let browser, dash;
+  try {
+    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", "big", "--attempts", "500"], process.env);
+    assert.equal(await synth.done, 0, synth.err);
+    dash = start(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"], process.env);
+    const url = (await until("the dashboard's URL", () => dash.out.match(/http:\/\/\S+/), 30_000))[0];
+    const big = await api(url, "/api/sessions/big");
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors = [];
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${url}?session=big`);
+    await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 60_000 });
+
+    // The rows drawn: a contiguous stretch of the order, which covers what is in view.
+    const drawn = () => page.$$eval("#panel-table tbody tr[data-number]", (rows) => rows.map((r) => Number(r.dataset.number)));
+    const inView = () => page.evaluate(() => {
+      const box = document.querySelector("#panel-table .scroll").getBoundingClientRect();
+      const head = document.querySelector("#panel-table th").getBoundingClientRect();  // sticky
+      return [...document.querySelectorAll("#panel-table tbody tr[data-number]")]
+        .filter((r) => { const b = r.getBoundingClientRect(); return b.top >= head.bottom - 1 && b.bottom <= box.bottom + 1; })
+        .map((r) => Number(r.dataset.number));
+    });
+    assert.match(await page.textContent("#panel-table .count"), /^500 of 500 attempts/);
+    let rows = await drawn();
+    assert.ok(rows.length >= 17 && rows.length < 100, `${rows.length} rows drawn`);
+    assert.deepEqual(rows, rows.map((_, i) => i + 1), "the first rows, in order");
+    await page.$eval("#panel-table .scroll", (el) => { el.scrollTop = 6000; });
+    await page.waitForFunction(() => document.querySelector('#panel-table tbody tr[data-number="260"]'), null,
+                               { timeout: 5_000 });
+    rows = await drawn();
+    assert.deepEqual(rows, rows.map((_, i) => rows[0] + i), "a contiguous stretch");
+    const seen = await inView();
+    assert.ok(seen.length >= 10 && seen[0] >= 240 && seen[0] <= 262, `in view: ${seen.join(",")}`);
+    await page.$eval("#panel-table .scroll", (el) => { el.scrollTop = el.scrollHeight; });
+    await page.waitForFunction(() => document.querySelector('#panel-table tbody tr[data-number="500"]'), null,
+                               { timeout: 5_000 });
+    assert.equal((await inView()).at(-1), 500, "the last row can be scrolled to");
+
+    // Sorting and filtering work over all 500, not the rows drawn.
+    await page.click('#panel-table th[data-key="speedup"]');
+    const best = Math.max(...big.attempts.filter((a) => a.correct && typeof a.speedup === "number").map((a) => a.speedup));
+    const top = await page.textContent("#panel-table tbody tr[data-number] .c-speedup");
+    assert.equal(parseFloat(top), Number(best.toFixed(best >= 100 ? 0 : 3)));
+    const correct = big.attempts.filter((a) => a.verdict === "correct").length;
+    await page.fill("#table-filter", "verdict:correct");
+    assert.match(await page.textContent("#panel-table .count"), new RegExp(`^${correct} of 500 attempts`));
+    await page.fill("#table-filter", "");
+    // A drawn row selects its attempt.
+    const pick = (await drawn())[3];
+    await page.click(`#panel-table tbody tr[data-number="${pick}"]`);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), pick, { timeout: 5_000 });
+
+    assert.equal(await page.getAttribute("#panel-landscape canvas.scatter3d", "data-points"), "500");
+    assert.deepEqual(errors, [], "console errors");
+  } finally {
+    if (browser) await browser.close();
+    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
+    rmSync(tmp, { recursive: true, force: true });
   }
 });
