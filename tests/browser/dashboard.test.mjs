@@ -8,6 +8,8 @@
 // - the utilisation gauges are drawn; the landscape's hover names a point's attempt and
 //   configuration, a click selects it, a drag turns the view;
 // - a second session shows up in the picker and in the panels across sessions;
+// - the Charts page draws (with Plotly's cartesian bundle, loaded then), and back on the
+//   dashboard its plots, drawn again by that bundle, still select an attempt on a click;
 // - a screenshot of every panel is saved (DASHBOARD_SCREENSHOTS=docs/dashboard to refresh the
 //   docs' pictures; a temporary folder otherwise).
 // A second test opens a synthetic 500-attempt session (dashboard_synth, as the bench does): the
@@ -225,6 +227,25 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     const charts = await page.$$eval("#panel-charts figure.chart", (fs) => fs.map((f) => f.dataset.chart));
     assert.ok(charts.includes("scaling") && charts.includes("speedup_distribution"), charts.join());
     await page.locator('#panel-charts figure[data-chart="scaling"]').screenshot({ path: join(shots, "charts_scaling.png") });
+    // Back on the dashboard: its plots are drawn again by the Charts page's Plotly (the cartesian
+    // bundle replaced the basic one) and a click on a trajectory point still selects its attempt.
+    const firstCorrect = live.attempts.find((a) => a.correct && typeof a.speedup === "number").number;
+    const other = live.attempts.map((a) => a.number).find((n) => n !== firstCorrect);
+    await page.click('nav button[data-page="session"]');
+    await page.selectOption("#diff-b", String(other));
+    const point = page.locator("#panel-trajectory .scatterlayer .trace .points path").first();
+    await point.waitFor({ state: "visible", timeout: 10_000 });
+    await point.scrollIntoViewIfNeeded();
+    const at = await point.boundingBox();
+    await page.mouse.move(at.x + at.width / 2, at.y + at.height / 2);
+    await page.mouse.click(at.x + at.width / 2, at.y + at.height / 2);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), firstCorrect,
+                               { timeout: 5_000 });
+    for (const name of PANELS) {
+      assert.equal(await page.getAttribute(`#panel-${name}`, "data-state"), "ready", `${name} after the Charts page`);
+    }
+    assert.ok(await page.evaluate(() => [...document.querySelectorAll("#page-session .plot")]
+      .every((d) => d.okPlotly === window.Plotly)), "every plot drawn by the cartesian Plotly");
     assert.deepEqual(errors, [], "console errors");
     assert.deepEqual(await page.evaluate(() => window.okDashboard.errors), []);
   } finally {

@@ -13,7 +13,7 @@ import { renderConvergence, renderCost, renderStrategies } from "./across_panels
 import { renderCharts } from "./charts_page.js";
 import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
-import { plotly, plotlyLoaded } from "./plots.js";
+import { loadCartesian, plotly, plotlyLoaded, swapPlots } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
 } from "./session_panels.js";
@@ -92,10 +92,14 @@ function nextPaint() {
 async function drawPlots() {
   await plotlyLoaded;
   mark("plotlyMs");
+  renderPlots();
+  mark("plotsMs");
+}
+
+function renderPlots() {
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
   timed("roofline", () => renderRoofline(panel("roofline"), state));
   renderAcross();
-  mark("plotsMs");
 }
 
 function renderAcross() {
@@ -266,11 +270,20 @@ function bindControls() {
     panel("trajectory").querySelectorAll("button[data-x]").forEach((o) => o.classList.toggle("active", o === b));
     renderTrajectory(panel("trajectory"), state, select);
   }));
+  let chartsOpened = false;
   document.querySelectorAll("nav button[data-page]").forEach((b) => b.addEventListener("click", async () => {
     document.querySelectorAll("nav button").forEach((o) => o.classList.toggle("active", o === b));
     document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== `page-${b.dataset.page}`; });
-    if (b.dataset.page !== "charts") return;
-    const [data] = await Promise.all([getJSON("/api/charts"), plotlyLoaded]);
+    if (b.dataset.page !== "charts") {
+      // Back on the dashboard after the Charts page: its plots drawn again by the cartesian
+      // Plotly (swapPlots removed the basic one's; any drawn meanwhile was drawn hidden).
+      if (chartsOpened && plotly()) renderPlots();
+      return;
+    }
+    // The Charts page draws box plots and heatmaps: Plotly's cartesian bundle (plots.js).
+    const [data] = await Promise.all([getJSON("/api/charts"), loadCartesian()]);
+    chartsOpened = true;
+    swapPlots($("page-session"));
     renderCharts(panel("charts"), data);
   }));
 }
