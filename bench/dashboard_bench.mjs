@@ -13,7 +13,16 @@
 //   for plotly.min.js.
 // The machine's load average is recorded with every render (the machine is shared).
 //
+// Side by side: --before BIN_DIR:HOME also serves the same store with another build's
+// kernel-code (BIN_DIR) and page and npm packages (HOME, as OPENKERNEL_HOME), and alternates the
+// loads of the two pages (each cold load of one followed by one of the other, the order swapped
+// every round), so that both see the same machine; the ratios come from that one run. The limits
+// are checked on this checkout's page only.
+//
 //   node bench/dashboard_bench.mjs [--out bench/results/cpu_dashboard_500_v2] [--cold N] [--warm N]
+//                                  [--before BIN_DIR:HOME] [--screenshots DIR]
+// --screenshots DIR saves this checkout's landscape panel of the 500-attempt session there
+// (landscape_500.png; docs/dashboard.md shows it).
 // Writes OUT.json and OUT.txt; exits 1 when a limit is missed.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -30,9 +39,14 @@ const arg = (name, fallback) => (process.argv.includes(name)
 const out = arg("--out", null) && resolve(arg("--out"));
 const API_LIMIT_MS = 200, RENDER_LIMIT_MS = 1000, REPEATS = 20;
 const COLD = Number(arg("--cold", 5)), WARM = Number(arg("--warm", 5));
+const BEFORE = arg("--before", null);
+const SHOTS = arg("--screenshots", null) && resolve(arg("--screenshots"));
 const CHROMIUM_ARGS = ["--no-sandbox", "--use-gl=swiftshader", "--enable-unsafe-swiftshader"];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+// now's median first complete render over before's.
+const ratioOf = (now, before) => median(now.map((r) => r.first_render_ms)) /
+  median(before.map((r) => r.first_render_ms));
 
 function synth(db, args) {
   const p = spawnSync(join(BIN, "dashboard_synth"), [db, ...args], { encoding: "utf8" });
@@ -54,23 +68,39 @@ async function timeRoute(base, path) {
   return { route: path, median_ms: median(times), max_ms: Math.max(...times), bytes };
 }
 
+// Starts `kernel-code dashboard` from binDir (with OPENKERNEL_HOME=home when given) on the store;
+// resolves to {url, proc}.
+function startDashboard(binDir, db, home = null) {
+  const env = home ? { ...process.env, OPENKERNEL_HOME: home } : process.env;
+  const proc = spawn(join(binDir, "kernel-code"), ["dashboard", "--db", db, "--port", "0"],
+                     { env, stdio: ["ignore", "pipe", "inherit"] });
+  let text = "";
+  return new Promise((ok, fail) => {
+    proc.stdout.on("data", (d) => {
+      text += d;
+      const m = text.match(/http:\/\/\S+/);
+      if (m) ok({ url: m[0], proc });
+    });
+    proc.on("exit", (c) => fail(new Error(`the dashboard (${binDir}) exited with ${c}`)));
+  });
+}
+
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-bench-"));
   const db = join(tmp, "db.sqlite");
   synth(db, ["--session", "big", "--attempts", "500"]);
   synth(db, ["--session", "priced", "--attempts", "100", "--model", "synthetic/priced-model",
              "--cost-per-attempt", "0.02", "--seed", "2"]);
-  const dash = spawn(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"],
-                     { stdio: ["ignore", "pipe", "inherit"] });
-  let text = "";
-  const url = await new Promise((ok, fail) => {
-    dash.stdout.on("data", (d) => {
-      text += d;
-      const m = text.match(/http:\/\/\S+/);
-      if (m) ok(m[0]);
-    });
-    dash.on("exit", (c) => fail(new Error(`the dashboard exited with ${c}`)));
-  });
+  const { url, proc: dash } = await startDashboard(BIN, db);
+  // The pages measured: this checkout's ("now") and, side by side, --before's.
+  const pages = [{ name: "now", url, proc: dash }];
+  if (BEFORE) {
+    const at = BEFORE.indexOf(":");
+    if (at < 0) throw new Error("--before wants BIN_DIR:HOME");
+    const other = await startDashboard(BEFORE.slice(0, at), db, BEFORE.slice(at + 1));
+    pages.push({ name: "before", url: other.url, proc: other.proc, bin: BEFORE.slice(0, at),
+                 home: BEFORE.slice(at + 1) });
+  }
   const routes = [];
   for (const path of ["/api/sessions", "/api/sessions/big", "/api/sessions/big/intents",
                       "/api/sessions/big/events?after=0", "/api/sessions/big/attempts/250/source",
@@ -86,12 +116,13 @@ async function main() {
     return chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true,
       args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1000 } });
   };
-  // One load: navigation to every panel drawn, with the page's own marks (web/js/app.js).
-  const load = async (page) => {
+  // One load of the page at `base`: navigation to every panel drawn, with the page's own marks
+  // (web/js/app.js).
+  const load = async (page, base) => {
     const errors = [];
     const onConsole = (m) => { if (m.type() === "error") errors.push(m.text()); };
     page.on("console", onConsole);
-    await page.goto(`${url}?session=big`);
+    await page.goto(`${base}?session=big`);
     await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 60_000 });
     const r = await page.evaluate(() => {
       const d = window.okDashboard;
@@ -112,49 +143,75 @@ async function main() {
     return { ...r, loadavg_1m: Number(loadavg()[0].toFixed(2)) };
   };
   const loadavgStart = loadavg()[0];
-  // A first launch, not counted, brings chromium's own files into the page cache.
-  let ctx = await openProfile();
-  await load(ctx.pages()[0] || await ctx.newPage());
-  await ctx.close();
-  const cold = [], warm = [];
-  for (let i = 0; i < COLD; i++) {
-    ctx = await openProfile();
-    const page = ctx.pages()[0] || await ctx.newPage();
-    cold.push(await load(page));
-    if (i < COLD - 1) await ctx.close();
+  // A first launch per page, not counted, brings chromium's own files and the page's into the
+  // page cache.
+  for (const p of pages) {
+    const ctx = await openProfile();
+    await load(ctx.pages()[0] || await ctx.newPage(), p.url);
+    await ctx.close();
   }
-  // The last cold profile opens the page again: a returning user.
-  const page = ctx.pages()[0];
-  for (let i = 0; i < WARM; i++) warm.push(await load(page));
-  await ctx.close();
-  dash.kill("SIGTERM");
+  // Round i loads every page once, in turn; the order is reversed every other round.
+  const inTurn = (i) => (i % 2 ? [...pages].reverse() : pages);
+  for (const p of pages) { p.cold = []; p.warm = []; }
+  for (let i = 0; i < COLD; i++) {
+    for (const p of inTurn(i)) {
+      const ctx = await openProfile();
+      p.cold.push(await load(ctx.pages()[0] || await ctx.newPage(), p.url));
+      if (i < COLD - 1) await ctx.close();
+      else p.ctx = ctx;
+    }
+  }
+  // Each page's last cold profile opens it again: a returning user.
+  for (let i = 0; i < WARM; i++) {
+    for (const p of inTurn(i)) p.warm.push(await load(p.ctx.pages()[0], p.url));
+  }
+  if (SHOTS) {
+    await pages[0].ctx.pages()[0].locator("#panel-landscape")
+      .screenshot({ path: join(SHOTS, "landscape_500.png") });
+  }
+  for (const p of pages) {
+    await p.ctx.close();
+    p.proc.kill("SIGTERM");
+  }
   rmSync(tmp, { recursive: true, force: true });
   const chromiumVersion = spawnSync(CHROMIUM, ["--version"], { encoding: "utf8" }).stdout.trim();
   const summary = (runs) => ({
     median_ms: median(runs.map((r) => r.first_render_ms)),
     max_ms: Math.max(...runs.map((r) => r.first_render_ms)), runs,
   });
+  const [now, before] = pages;
   const result = {
     attempts: 500, api_limit_ms: API_LIMIT_MS, render_limit_ms: RENDER_LIMIT_MS, routes,
-    cold: summary(cold), warm: summary(warm),
+    cold: summary(now.cold), warm: summary(now.warm),
+    ...(before ? { before: { bin_dir: before.bin, home: before.home, cold: summary(before.cold),
+                             warm: summary(before.warm) },
+                   ratio_cold: ratioOf(now.cold, before.cold),
+                   ratio_warm: ratioOf(now.warm, before.warm) } : {}),
     machine: { cpus: cpus().length, cpu: cpus()[0].model, chromium: chromiumVersion,
                chromium_args: CHROMIUM_ARGS, node: process.version,
                loadavg_1m_start: Number(loadavgStart.toFixed(2)),
                loadavg_1m_end: Number(loadavg()[0].toFixed(2)) },
   };
   const med = (runs, f) => median(runs.map(f));
+  // A mark's median, or nothing when the page does not set it (the pages differ in their marks).
+  const markText = (runs, key, what) => {
+    const v = med(runs, (r) => r[key]);
+    return v === null || v === undefined ? [] : [`${what} ${v}`];
+  };
   const renderLines = (name, what, runs) => {
     const s = summary(runs);
     return [
       `  ${name} first complete render (${what}): median ${s.median_ms} ms, max ${s.max_ms} ms ` +
         `(${runs.length} loads: ${runs.map((r) => r.first_render_ms).join(", ")} ms; load average ` +
         `${runs.map((r) => r.loadavg_1m.toFixed(1)).join(", ")})`,
-      `    medians: module runs ${med(runs, (r) => r.module_start_ms)} ms, data here ` +
-        `${med(runs, (r) => r.data_ms)}, text panels drawn ${med(runs, (r) => r.text_panels_ms)}, ` +
-        `Plotly has run ${med(runs, (r) => r.plotly_ms)}, 2D plots drawn ${med(runs, (r) => r.plots_ms)}, ` +
-        `their frame painted ${med(runs, (r) => r.landscape_start_ms)}, landscape drawn ` +
-        `${med(runs, (r) => r.drawn_ms)}, its frame painted (complete) ${s.median_ms}; ` +
-        `plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`,
+      `    medians (ms): ${[
+        ...markText(runs, "module_start_ms", "module runs"), ...markText(runs, "data_ms", "data here"),
+        ...markText(runs, "text_panels_ms", "panels without Plotly drawn"),
+        ...markText(runs, "plotly_ms", "Plotly has run"),
+        ...markText(runs, "plots_ms", "Plotly panels drawn"),
+        ...markText(runs, "landscape_start_ms", "their frame painted"),
+        ...markText(runs, "drawn_ms", "every panel drawn")].join(", ")}, painted (complete) ` +
+        `${s.median_ms}; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`,
       `    panels drawn (ms, medians): ` +
         Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),
     ];
@@ -162,8 +219,14 @@ async function main() {
   const lines = [
     `dashboard on a 500-attempt session (${result.machine.cpu}, ${result.machine.cpus} CPUs, ${chromiumVersion}, ${CHROMIUM_ARGS.join(" ")})`,
     ...routes.map((r) => `  ${r.route.padEnd(40)} median ${r.median_ms.toFixed(1)} ms, max ${r.max_ms.toFixed(1)} ms, ${r.bytes} bytes`),
-    ...renderLines("cold", "a fresh profile: the first opening; the 1 s limit", cold),
-    ...renderLines("warm", "the same profile opening the page again", warm),
+    ...renderLines("cold", "a fresh profile: the first opening; the 1 s limit", now.cold),
+    ...renderLines("warm", "the same profile opening the page again", now.warm),
+    ...(before ? [
+      `  side by side, loads alternating: before = ${before.bin} with OPENKERNEL_HOME=${before.home}`,
+      ...renderLines("before: cold", "a fresh profile", before.cold),
+      ...renderLines("before: warm", "the same profile again", before.warm),
+      `  now / before, medians of the same run: cold ${result.ratio_cold.toFixed(2)}, ` +
+        `warm ${result.ratio_warm.toFixed(2)}`] : []),
     `  machine load (1-minute average) ${loadavgStart.toFixed(2)} at the start, ` +
       `${loadavg()[0].toFixed(2)} at the end, on ${cpus().length} CPUs`,
   ];

@@ -10,7 +10,10 @@ namespace fs = std::filesystem;
 
 const std::vector<VendorFile>& vendor_files() {
   static const std::vector<VendorFile> files = {
-      {"/vendor/plotly.min.js", "plotly.js-dist-min/plotly.min.js"},
+      // Plotly's basic bundle (scatter, bar, pie) for the dashboard's panels; the cartesian one
+      // (with box plots and heatmaps) is loaded when the Charts page is opened.
+      {"/vendor/plotly.min.js", "plotly.js-basic-dist-min/plotly-basic.min.js"},
+      {"/vendor/plotly-cartesian.min.js", "plotly.js-cartesian-dist-min/plotly-cartesian.min.js"},
       {"/vendor/highlight.min.js", "@highlightjs/cdn-assets/es/highlight.min.js"},
       {"/vendor/highlight-github.min.css", "@highlightjs/cdn-assets/styles/github.min.css"},
   };

@@ -5,9 +5,16 @@
 //   the page within 2 s of its row's time;
 // - once it ends, every panel renders with data and the page logged no console error;
 // - the experiment table sorts and filters; the diff shows two chosen attempts, highlighted;
+// - the utilisation gauges are drawn; the landscape's hover names a point's attempt and
+//   configuration, a click selects it, a drag turns the view;
 // - a second session shows up in the picker and in the panels across sessions;
+// - the Charts page draws (with Plotly's cartesian bundle, loaded then), and back on the
+//   dashboard its plots, drawn again by that bundle, still select an attempt on a click;
 // - a screenshot of every panel is saved (DASHBOARD_SCREENSHOTS=docs/dashboard to refresh the
 //   docs' pictures; a temporary folder otherwise).
+// A second test opens a synthetic 500-attempt session (dashboard_synth, as the bench does): the
+// table draws only the rows in view and follows the scroll, sorts, filters and selects over all
+// 500; the landscape draws every attempt.
 // Skips, saying why, without chromium, node_modules or the built binaries.
 //
 //   node --test tests/browser/dashboard.test.mjs
@@ -171,6 +178,47 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     for (const name of PANELS) {
       await page.locator(`#panel-${name}`).screenshot({ path: join(shots, `${name}.png`) });
     }
+
+    // The utilisation gauges: four SVG dials naming the best and the selected attempt.
+    const gauges = await page.$$eval("#panel-utilisation svg.gauge", (gs) => gs.map((g) => g.getAttribute("aria-label")));
+    assert.equal(gauges.length, 4);
+    assert.match(gauges[0], /^best #\d+: bandwidth: [\d.]+%$/);
+
+    // The landscape (a canvas 3D scatter): its points drawn, a point's hover names the attempt
+    // and its configuration, a click selects it (the diff's right-hand side), a drag turns it.
+    const canvas = page.locator("#panel-landscape canvas.scatter3d");
+    await canvas.scrollIntoViewIfNeeded();
+    const drawnPoints = Number(await canvas.getAttribute("data-points"));
+    assert.ok(drawnPoints >= 1 && drawnPoints <= live.attempts.length, `${drawnPoints} points drawn`);
+    const target = await page.evaluate(() => {
+      const c = document.querySelector("#panel-landscape canvas.scatter3d");
+      const r = c.getBoundingClientRect();
+      const d = c.okScatter.drawn[c.okScatter.drawn.length - 1];  // the nearest: drawn last
+      return { x: r.left + d.x, y: r.top + d.y, number: d.point.id, axes: c.okScatter.model.axes.map((a) => a.title) };
+    });
+    await page.mouse.move(target.x, target.y);
+    const tip = page.locator("#panel-landscape .tooltip3d");
+    await tip.waitFor({ state: "visible", timeout: 5_000 });
+    const tipText = await tip.innerText();
+    assert.match(tipText, new RegExp(`^#${target.number} `));
+    for (const axis of target.axes) assert.ok(tipText.includes(`${axis}: `), `${axis} in ${tipText}`);
+    await page.mouse.click(target.x, target.y);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), target.number,
+                               { timeout: 5_000 });
+    const view = () => page.evaluate(() => document.querySelector("#panel-landscape canvas").okScatter.view);
+    const before = await view();
+    const pixels = () => canvas.evaluate((c) => c.toDataURL());
+    const imageBefore = await pixels();
+    await page.mouse.move(target.x - 60, target.y);
+    await page.mouse.down();
+    await page.mouse.move(target.x + 40, target.y + 30, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction((az) => document.querySelector("#panel-landscape canvas").okScatter.view.azimuth !== az,
+                               before.azimuth, { timeout: 5_000 });
+    assert.ok((await view()).elevation > before.elevation, "dragging down tilts the box");
+    await page.waitForFunction((img) => document.querySelector("#panel-landscape canvas").toDataURL() !== img,
+                               imageBefore, { timeout: 5_000 });
+    await page.mouse.move(0, 0);
     // The Charts page: chart_data of the store's sessions (src/charts), drawn with Plotly.
     await page.click('nav button[data-page="charts"]');
     await page.waitForFunction(() => document.querySelector("#panel-charts").dataset.state, null,
@@ -179,11 +227,100 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     const charts = await page.$$eval("#panel-charts figure.chart", (fs) => fs.map((f) => f.dataset.chart));
     assert.ok(charts.includes("scaling") && charts.includes("speedup_distribution"), charts.join());
     await page.locator('#panel-charts figure[data-chart="scaling"]').screenshot({ path: join(shots, "charts_scaling.png") });
+    // Back on the dashboard: its plots are drawn again by the Charts page's Plotly (the cartesian
+    // bundle replaced the basic one) and a click on a trajectory point still selects its attempt.
+    const firstCorrect = live.attempts.find((a) => a.correct && typeof a.speedup === "number").number;
+    const other = live.attempts.map((a) => a.number).find((n) => n !== firstCorrect);
+    await page.click('nav button[data-page="session"]');
+    await page.selectOption("#diff-b", String(other));
+    const point = page.locator("#panel-trajectory .scatterlayer .trace .points path").first();
+    await point.waitFor({ state: "visible", timeout: 10_000 });
+    await point.scrollIntoViewIfNeeded();
+    const at = await point.boundingBox();
+    await page.mouse.move(at.x + at.width / 2, at.y + at.height / 2);
+    await page.mouse.click(at.x + at.width / 2, at.y + at.height / 2);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), firstCorrect,
+                               { timeout: 5_000 });
+    for (const name of PANELS) {
+      assert.equal(await page.getAttribute(`#panel-${name}`, "data-state"), "ready", `${name} after the Charts page`);
+    }
+    assert.ok(await page.evaluate(() => [...document.querySelectorAll("#page-session .plot")]
+      .every((d) => d.okPlotly === window.Plotly)), "every plot drawn by the cartesian Plotly");
     assert.deepEqual(errors, [], "console errors");
     assert.deepEqual(await page.evaluate(() => window.okDashboard.errors), []);
   } finally {
     if (browser) await browser.close();
     for (const p of procs) if (p.exitCode === null) p.kill("SIGTERM");
     if (!process.env.DASHBOARD_KEEP) rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test("a 500-attempt session: the table draws the rows in view, the landscape every attempt",
+     { skip: reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`),
+       timeout: 300_000 }, async () => {
+  const require = createRequire(import.meta.url);
+  const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
+  const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-500-"));
+  const db = join(tmp, "db.sqlite");
+  let browser, dash;
+  try {
+    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", "big", "--attempts", "500"], process.env);
+    assert.equal(await synth.done, 0, synth.err);
+    dash = start(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"], process.env);
+    const url = (await until("the dashboard's URL", () => dash.out.match(/http:\/\/\S+/), 30_000))[0];
+    const big = await api(url, "/api/sessions/big");
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors = [];
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${url}?session=big`);
+    await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 60_000 });
+
+    // The rows drawn: a contiguous stretch of the order, which covers what is in view.
+    const drawn = () => page.$$eval("#panel-table tbody tr[data-number]", (rows) => rows.map((r) => Number(r.dataset.number)));
+    const inView = () => page.evaluate(() => {
+      const box = document.querySelector("#panel-table .scroll").getBoundingClientRect();
+      const head = document.querySelector("#panel-table th").getBoundingClientRect();  // sticky
+      return [...document.querySelectorAll("#panel-table tbody tr[data-number]")]
+        .filter((r) => { const b = r.getBoundingClientRect(); return b.top >= head.bottom - 1 && b.bottom <= box.bottom + 1; })
+        .map((r) => Number(r.dataset.number));
+    });
+    assert.match(await page.textContent("#panel-table .count"), /^500 of 500 attempts/);
+    let rows = await drawn();
+    assert.ok(rows.length >= 17 && rows.length < 100, `${rows.length} rows drawn`);
+    assert.deepEqual(rows, rows.map((_, i) => i + 1), "the first rows, in order");
+    await page.$eval("#panel-table .scroll", (el) => { el.scrollTop = 6000; });
+    await page.waitForFunction(() => document.querySelector('#panel-table tbody tr[data-number="260"]'), null,
+                               { timeout: 5_000 });
+    rows = await drawn();
+    assert.deepEqual(rows, rows.map((_, i) => rows[0] + i), "a contiguous stretch");
+    const seen = await inView();
+    assert.ok(seen.length >= 10 && seen[0] >= 240 && seen[0] <= 262, `in view: ${seen.join(",")}`);
+    await page.$eval("#panel-table .scroll", (el) => { el.scrollTop = el.scrollHeight; });
+    await page.waitForFunction(() => document.querySelector('#panel-table tbody tr[data-number="500"]'), null,
+                               { timeout: 5_000 });
+    assert.equal((await inView()).at(-1), 500, "the last row can be scrolled to");
+
+    // Sorting and filtering work over all 500, not the rows drawn.
+    await page.click('#panel-table th[data-key="speedup"]');
+    const best = Math.max(...big.attempts.filter((a) => a.correct && typeof a.speedup === "number").map((a) => a.speedup));
+    const top = await page.textContent("#panel-table tbody tr[data-number] .c-speedup");
+    assert.equal(parseFloat(top), Number(best.toFixed(best >= 100 ? 0 : 3)));
+    const correct = big.attempts.filter((a) => a.verdict === "correct").length;
+    await page.fill("#table-filter", "verdict:correct");
+    assert.match(await page.textContent("#panel-table .count"), new RegExp(`^${correct} of 500 attempts`));
+    await page.fill("#table-filter", "");
+    // A drawn row selects its attempt.
+    const pick = (await drawn())[3];
+    await page.click(`#panel-table tbody tr[data-number="${pick}"]`);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), pick, { timeout: 5_000 });
+
+    assert.equal(await page.getAttribute("#panel-landscape canvas.scatter3d", "data-points"), "500");
+    assert.deepEqual(errors, [], "console errors");
+  } finally {
+    if (browser) await browser.close();
+    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
+    rmSync(tmp, { recursive: true, force: true });
   }
 });

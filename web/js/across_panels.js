@@ -93,6 +93,7 @@ export function renderStrategies(panel, state) {
     height: 240, xaxis: { title: { text: "correctness rate" }, range: [-0.05, 1.05] },
     yaxis: { title: { text: "geomean speedup" }, type: "log" },
   }), { displaylogo: false, responsive: true });
+  plotDiv.okPlotly = plotly();  // the Plotly that drew it (plots.js, swapPlots)
   const table = document.createElement("div");
   table.className = "scroll";
   table.innerHTML = "<table><thead><tr><th>strategy</th><th>class</th><th>problems</th>" +

@@ -6,14 +6,14 @@
 //
 // The first render is ordered for speed (docs/dashboard.md, "Render time"): every request of the
 // chosen session goes out at once when this module starts, without waiting for Plotly, which
-// loads async; the text panels (summary, table, tree, diff) are drawn as soon as the data is
-// here; the Plotly panels once Plotly has run; the 3D landscape (WebGL, the costliest) last, in
-// its own task, after the others have been painted.
+// loads async; the panels that do not use Plotly (summary, table, tree, diff, the utilisation
+// gauges and the 3D landscape, drawn on a canvas) are drawn as soon as the data is here; the
+// Plotly panels once Plotly has run.
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
-import { renderDiff, renderTable, renderTree } from "./detail_panels.js";
+import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
-import { plotly, plotlyLoaded } from "./plots.js";
+import { loadCartesian, plotly, plotlyLoaded, swapPlots } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
 } from "./session_panels.js";
@@ -30,14 +30,12 @@ const state = {
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
 // Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
-// here), textPanelsMs (the text panels drawn), plotlyMs (Plotly has run), plotsMs (the Plotly
-// panels but the landscape drawn), landscapeStartMs (after their frame was painted), drawnMs
-// (the landscape drawn), firstRenderMs (the frame with every panel painted); renderMs: each
-// panel's drawing time.
+// here), textPanelsMs (the panels without Plotly drawn), plotlyMs (Plotly has run), plotsMs (the
+// Plotly panels drawn), drawnMs (every panel drawn, the diff's sources here), firstRenderMs (the
+// frame with every panel painted); renderMs: each panel's drawing time.
 const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
                       moduleStartMs: performance.now(), dataMs: null, textPanelsMs: null,
-                      plotlyMs: null, plotsMs: null, landscapeStartMs: null, drawnMs: null,
-                      renderMs: {} };
+                      plotlyMs: null, plotsMs: null, drawnMs: null, renderMs: {} };
 // Keeps the first time of a mark.
 const mark = (name) => { if (okDashboard[name] === null) okDashboard[name] = performance.now(); };
 window.okDashboard = okDashboard;
@@ -62,9 +60,9 @@ function select(number) {
 
 function renderSelectionDependents() {
   timed("table", () => renderTable(panel("table"), state, select));
+  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
   if (!plotly()) return;  // drawn by drawPlots once Plotly has run
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
-  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
 }
 
 // Runs one panel's render and keeps how long it took (okDashboard.renderMs, for the bench).
@@ -78,29 +76,30 @@ function timed(name, render) {
 function renderText() {
   timed("table", () => renderTable(panel("table"), state, select));
   timed("tree", () => renderTree(panel("tree"), state, select));
+  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
+  timed("landscape", () => renderLandscape(panel("landscape"), state, select));
 }
 
-// Resolves after a frame has been painted: what was drawn before shows while the next task runs.
-// A hidden tab paints no frame: there it resolves in the next task, so the live loop goes on.
+// Resolves after a frame has been painted. A hidden tab paints no frame: there it resolves in
+// the next task, so the live loop goes on.
 function nextPaint() {
   if (document.hidden) return new Promise((resolve) => setTimeout(resolve, 0));
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
 
-// The Plotly panels, with the state as it is when Plotly is there; the landscape last, after a
-// paint. Resolves when every one is drawn.
+// The Plotly panels, with the state as it is when Plotly is there. Resolves when every one is
+// drawn.
 async function drawPlots() {
   await plotlyLoaded;
   mark("plotlyMs");
+  renderPlots();
+  mark("plotsMs");
+}
+
+function renderPlots() {
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
-  timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
   timed("roofline", () => renderRoofline(panel("roofline"), state));
   renderAcross();
-  mark("plotsMs");
-  await nextPaint();
-  mark("landscapeStartMs");
-  timed("landscape", () => renderLandscape(panel("landscape"), state));
-  mark("drawnMs");
 }
 
 function renderAcross() {
@@ -123,14 +122,14 @@ function renderSummary() {
 
 function fillDiffPickers() {
   const attempts = state.detail ? state.detail.attempts : [];
-  for (const id of ["diff-a", "diff-b"]) {
-    const sel = $(id);
-    const keep = sel.value;
-    sel.innerHTML = attempts.map((a) => `<option value="${Number(a.number)}">#${Number(a.number)} ` +
-                                        `${escapeHtml(a.verdict)}` +
-                                        `${a.speedup ? " " + fmtSpeedup(a.speedup) : ""}</option>`).join("");
-    if (keep) sel.value = keep;
-  }
+  // The options are written once and copied to the second picker (parsing is the costly part).
+  const [selA, selB] = [$("diff-a"), $("diff-b")];
+  const keep = [selA.value, selB.value];
+  selA.innerHTML = attempts.map((a) => `<option value="${Number(a.number)}">#${Number(a.number)} ` +
+                                       `${escapeHtml(a.verdict)}` +
+                                       `${a.speedup ? " " + fmtSpeedup(a.speedup) : ""}</option>`).join("");
+  selB.replaceChildren(...selA.cloneNode(true).children);
+  [selA, selB].forEach((sel, i) => { if (keep[i]) sel.value = keep[i]; });
   if (attempts.length && state.diff.a === null) {
     const best = state.detail.session.best_attempt;
     state.diff.a = attempts[0].number;
@@ -149,6 +148,7 @@ async function loadDiff() {
   const got = await Promise.all(wanted.map((n) =>
     getJSON(`/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`)));
   wanted.forEach((n, i) => sources.set(n, got[i]));
+  await highlightLoaded;
   if (id === state.id) renderDiff(panel("diff"), state, sources);
 }
 
@@ -181,10 +181,17 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   noteSeen();
   renderSummary();
   fillDiffPickers();
-  const diff = loadDiff();  // the sources load while the panels draw
+  // The diff's two sources first (one round trip, a few ms, the page nearly empty meanwhile):
+  // drawn before the panels, their answers would wait behind them, and the diff would come in
+  // a second frame, a second paint of the whole page.
+  // A diff that fails does not keep the panels off the screen; its error is the render's.
+  const diff = loadDiff();
+  await diff.catch(() => {});
   renderText();
   mark("textPanelsMs");
-  await Promise.all([drawPlots(), diff]);
+  await drawPlots();
+  await diff;
+  mark("drawnMs");
 }
 
 // Re-reads the session list; true when a session was added or changed since the last read.
@@ -263,11 +270,20 @@ function bindControls() {
     panel("trajectory").querySelectorAll("button[data-x]").forEach((o) => o.classList.toggle("active", o === b));
     renderTrajectory(panel("trajectory"), state, select);
   }));
+  let chartsOpened = false;
   document.querySelectorAll("nav button[data-page]").forEach((b) => b.addEventListener("click", async () => {
     document.querySelectorAll("nav button").forEach((o) => o.classList.toggle("active", o === b));
     document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== `page-${b.dataset.page}`; });
-    if (b.dataset.page !== "charts") return;
-    const [data] = await Promise.all([getJSON("/api/charts"), plotlyLoaded]);
+    if (b.dataset.page !== "charts") {
+      // Back on the dashboard after the Charts page: its plots drawn again by the cartesian
+      // Plotly (swapPlots removed the basic one's; any drawn meanwhile was drawn hidden).
+      if (chartsOpened && plotly()) renderPlots();
+      return;
+    }
+    // The Charts page draws box plots and heatmaps: Plotly's cartesian bundle (plots.js).
+    const [data] = await Promise.all([getJSON("/api/charts"), loadCartesian()]);
+    chartsOpened = true;
+    swapPlots($("page-session"));
     renderCharts(panel("charts"), data);
   }));
 }
@@ -289,6 +305,7 @@ async function main() {
     renderText();
     renderDiff(panel("diff"), state, sources);
     await drawPlots();
+    mark("drawnMs");
   }
   await nextPaint();  // complete means on screen: the frame with the last panel painted
   okDashboard.firstRenderMs = performance.now();

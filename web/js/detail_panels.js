@@ -1,13 +1,17 @@
 // The session's text panels: the experiment table (sortable, filterable), the code diff of two
 // chosen attempts (highlight.js) and the strategy tree (the world model's intents).
-// Relative, so that a page loaded from the versioned paths (/static/VERSION/...) imports the
-// same versioned file index.html preloads.
-import hljs from "../vendor/highlight.min.js";
 import {
   codeSegments, escapeHtml, filterRows, fmtPercent, fmtSpeedup, fmtUs, fmtUsd, intentForest,
-  lineDiff, sortRows, splitHighlightedLines, statusCounts,
+  lineDiff, sortRows, splitHighlightedLines, statusCounts, visibleRows,
 } from "./model.js";
 import { rendered } from "./plots.js";
+
+// highlight.js (the largest of the page's modules) is a dynamic import, not a static one, so
+// that it does not hold up app.js, which requests the data: the diff waits for highlightLoaded.
+// Relative, so that a page loaded from the versioned paths (/static/VERSION/...) imports the same
+// versioned file index.html preloads.
+let hljs = null;
+export const highlightLoaded = import("../vendor/highlight.min.js").then((m) => { hljs = m.default; });
 
 // The table's columns: key (sort and filter), header, cell text.
 const COLUMNS = [
@@ -30,6 +34,21 @@ function field(a, key) {
   return a[key];
 }
 
+// The table draws only the rows in and near its scrolled view (a 500-attempt session would put
+// 5,500 cells in the page, whose layout was a large part of the first render; docs/dashboard.md,
+// "Render time"): the others are spacer rows of the same height. Rows have one height
+// (style.css: cells do not wrap).
+const ROW_PX = 24;    // a row's height until one has been measured
+const VIEW_PX = 420;  // the scroll box's height (style.css: .scroll)
+const OVERSCAN = 20;  // rows drawn beyond each end of the view
+
+function rowHtml(a, state) {
+  const cls = [a.correct ? "ok" : "bad", a.number === state.selected ? "selected" : ""].join(" ");
+  return `<tr data-number="${a.number}" class="${cls}">` +
+    COLUMNS.map(([key, , cell]) => `<td class="c-${key}">${escapeHtml(cell(a))}</td>`).join("") +
+    "</tr>";
+}
+
 export function renderTable(panel, state, onSelect) {
   const d = state.detail;
   const attempts = d ? d.attempts : [];
@@ -43,24 +62,48 @@ export function renderTable(panel, state, onSelect) {
     return `<th data-key="${key}" aria-sort="${key === t.sort ? (t.descending ? "descending" : "ascending") : "none"}">` +
       `${escapeHtml(title)}${mark}</th>`;
   }).join("");
-  const body = rows.map((a) => {
-    const cls = [a.correct ? "ok" : "bad", a.number === state.selected ? "selected" : ""].join(" ");
-    return `<tr data-number="${a.number}" class="${cls}">` +
-      COLUMNS.map(([key, , cell]) => `<td class="c-${key}">${escapeHtml(cell(a))}</td>`).join("") +
-      "</tr>";
-  }).join("");
   const box = panel.querySelector(".body");
+  // A redraw of the same order and filter (a live update, a selection) stays where it was
+  // scrolled; another order or filter starts at the top.
+  const old = box.querySelector(".scroll"), sig = JSON.stringify([t.sort, t.descending, t.filter]);
+  const keepScroll = old && box.dataset.order === sig ? old.scrollTop : 0;
+  box.dataset.order = sig;
   box.innerHTML = `<p class="count">${rows.length} of ${attempts.length} attempts</p>` +
-    `<div class="scroll"><table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
+    `<div class="scroll table-rows"><table><thead><tr>${head}</tr></thead><tbody></tbody></table></div>`;
+  const scroller = box.querySelector(".scroll"), tbody = box.querySelector("tbody");
+  let rowPx = ROW_PX, drawn = null, frame = 0;
+  const spacer = (n) => (n > 0 ? `<tr class="spacer" aria-hidden="true"><td colspan="${COLUMNS.length}" ` +
+                                 `style="height:${n * rowPx}px"></td></tr>` : "");
+  const draw = () => {
+    const [first, end] = visibleRows(rows.length, scroller.scrollTop, rowPx, VIEW_PX, OVERSCAN);
+    if (drawn && drawn[0] === first && drawn[1] === end) return;
+    drawn = [first, end];
+    tbody.innerHTML = spacer(first) + rows.slice(first, end).map((a) => rowHtml(a, state)).join("") +
+      spacer(rows.length - end);
+  };
+  draw();
+  if (keepScroll) { scroller.scrollTop = keepScroll; draw(); }
+  scroller.addEventListener("scroll", () => {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      // The real row height, once: spacers of the estimate would misplace the rows a little.
+      const row = tbody.querySelector("tr[data-number]");
+      const h = row ? row.getBoundingClientRect().height : 0;
+      if (h > 0 && Math.abs(h - rowPx) > 0.01) { rowPx = h; drawn = null; }
+      draw();
+    });
+  });
   box.querySelectorAll("th").forEach((th) => th.addEventListener("click", () => {
     const key = th.dataset.key;
     t.descending = t.sort === key ? !t.descending : key === "speedup";
     t.sort = key;
     renderTable(panel, state, onSelect);
   }));
-  box.querySelectorAll("tbody tr").forEach((tr) => tr.addEventListener("click", () => {
-    onSelect(Number(tr.dataset.number));
-  }));
+  tbody.addEventListener("click", (ev) => {
+    const tr = ev.target.closest("tr[data-number]");
+    if (tr) onSelect(Number(tr.dataset.number));
+  });
   rendered(panel, "ready");
 }
 

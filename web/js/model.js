@@ -56,6 +56,15 @@ export function filterRows(rows, query, textOf, fieldOf = (r, k) => r[k]) {
   });
 }
 
+// The rows of a long list to draw for a scroll position: [first, end) of `count` rows of
+// `rowPx` pixels seen through `viewPx` pixels scrolled by `scrollTop`, with `overscan` rows more
+// at each end.
+export function visibleRows(count, scrollTop, rowPx, viewPx, overscan) {
+  const first = Math.max(0, Math.floor(scrollTop / rowPx) - overscan);
+  const end = Math.min(count, Math.ceil((scrollTop + viewPx) / rowPx) + overscan);
+  return [Math.min(first, end), end];
+}
+
 // A line diff (longest common subsequence): [{op: "same"|"del"|"add", a, b, text}] where a and b
 // are 1-based line numbers in each side (null on the side a line is absent from).
 export function lineDiff(aText, bText) {

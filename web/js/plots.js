@@ -3,6 +3,13 @@
 // script that index.html loads async (#plotly-script): the page fetches its data and draws its
 // text panels while Plotly downloads and evaluates; plotly() is null until then, and
 // plotlyLoaded settles when it has run.
+//
+// That script is Plotly's basic bundle (scatter, bar, pie: every dashboard panel is a scatter;
+// 1.2 MB, evaluated in about 60 % of the cartesian bundle's time). The Charts page also draws
+// box plots and heatmaps: loadCartesian() loads the cartesian bundle (from the same versioned
+// folder) when it is first opened, which replaces the global Plotly; swapPlots() then purges
+// every plot the basic one drew, so that its panels are drawn again by the new one (a plot is
+// only ever touched by the Plotly that drew it).
 
 export function plotly() {
   return globalThis.Plotly || null;
@@ -15,6 +22,33 @@ export const plotlyLoaded = new Promise((resolve, reject) => {
   script.addEventListener("load", () => resolve(plotly()));
   script.addEventListener("error", () => reject(new Error(`${script.src} could not be loaded`)));
 });
+
+let cartesian = null;
+
+// Loads Plotly's cartesian bundle once; resolves to it (the global Plotly from then on).
+export function loadCartesian() {
+  if (!cartesian) {
+    cartesian = plotlyLoaded.then(() => new Promise((resolve, reject) => {
+      const basic = document.getElementById("plotly-script");
+      const script = document.createElement("script");
+      script.src = basic.src.replace(/plotly\.min\.js$/, "plotly-cartesian.min.js");
+      script.addEventListener("load", () => resolve(plotly()));
+      script.addEventListener("error", () => reject(new Error(`${script.src} could not be loaded`)));
+      document.head.appendChild(script);
+    }));
+  }
+  return cartesian;
+}
+
+// Purges and removes every plot under `root` that another Plotly than the current one drew:
+// its panel's next render draws it afresh.
+export function swapPlots(root) {
+  for (const div of root.querySelectorAll(".plot")) {
+    if (!div.okPlotly || div.okPlotly === plotly()) continue;
+    div.okPlotly.purge(div);
+    div.remove();
+  }
+}
 
 export const CONFIG = {
   displaylogo: false,
@@ -48,6 +82,7 @@ export function plot(panel, traces, lay, config = {}) {
     body.appendChild(div);
   }
   plotly().react(div, traces, lay, { ...CONFIG, ...config });
+  div.okPlotly = plotly();  // the Plotly that drew it (swapPlots)
   return div;
 }
 

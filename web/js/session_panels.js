@@ -1,13 +1,21 @@
-// The session's plots: trajectory, roofline, utilisation gauges and the 3D landscape. Each
-// render function takes the panel element and the page's state (app.js) and redraws in place.
+// The session's plots: trajectory and roofline (Plotly), the utilisation gauges (SVG, gauge.js)
+// and the 3D landscape (canvas, scatter3d.js). Each render function takes the panel element and
+// the page's state (app.js) and redraws in place.
 import {
   bestSoFar, fmtPercent, fmtSpeedup, fmtUs, landscapeAxes, roofLines, secondsBetween,
 } from "./model.js";
+import { gaugeSvg } from "./gauge.js";
 import { VERDICT_COLOURS, layout, plot, rendered } from "./plots.js";
+import { drawScatter3d } from "./scatter3d.js";
+
+// An attempt's hover text, as lines: what it is, its runtime, what it tried.
+function hoverLines(a) {
+  return [`#${a.number} ${a.verdict} ${fmtSpeedup(a.speedup)}`, fmtUs(a.runtime_us),
+          (a.intent && a.intent.title) || a.description || ""];
+}
 
 function hover(a) {
-  return `#${a.number} ${a.verdict} ${fmtSpeedup(a.speedup)}<br>${fmtUs(a.runtime_us)}` +
-    `<br>${(a.intent && a.intent.title) || a.description || ""}`.slice(0, 300);
+  return hoverLines(a).join("<br>").slice(0, 300);
 }
 
 export function renderTrajectory(panel, state, onSelect) {
@@ -86,15 +94,6 @@ export function renderRoofline(panel, state) {
   rendered(panel, "ready");
 }
 
-function gauge(value, title, domain) {
-  return {
-    type: "indicator", mode: "gauge+number", value: Math.round(1000 * (value || 0)) / 10,
-    number: { suffix: "%" }, title: { text: title, font: { size: 11 } }, domain,
-    gauge: { axis: { range: [0, 100] }, bar: { color: "#0969da" },
-             steps: [{ range: [0, 50], color: "#f6f8fa" }, { range: [50, 80], color: "#eaeef2" }] },
-  };
-}
-
 export function renderUtilisation(panel, state) {
   const d = state.detail;
   const timed = d ? d.attempts.filter((a) => a.roofline) : [];
@@ -102,48 +101,45 @@ export function renderUtilisation(panel, state) {
   const best = d.session.best_attempt !== null
     ? timed.find((a) => a.number === d.session.best_attempt) || timed[0] : timed[0];
   const sel = timed.find((a) => a.number === state.selected) || timed[timed.length - 1];
-  const traces = [
-    gauge(best.roofline.bandwidth_fraction, `best #${best.number}: bandwidth`, { row: 0, column: 0 }),
-    gauge(best.roofline.compute_fraction, `best #${best.number}: compute`, { row: 0, column: 1 }),
-    gauge(sel.roofline.bandwidth_fraction, `selected #${sel.number}: bandwidth`, { row: 1, column: 0 }),
-    gauge(sel.roofline.compute_fraction, `selected #${sel.number}: compute`, { row: 1, column: 1 }),
-  ];
-  plot(panel, traces, layout({ grid: { rows: 2, columns: 2, pattern: "independent" },
-                               margin: { l: 24, r: 24, t: 28, b: 8 } }));
+  panel.querySelector(".body").innerHTML = `<div class="gauges">${[
+    gaugeSvg(best.roofline.bandwidth_fraction, `best #${best.number}: bandwidth`),
+    gaugeSvg(best.roofline.compute_fraction, `best #${best.number}: compute`),
+    gaugeSvg(sel.roofline.bandwidth_fraction, `selected #${sel.number}: bandwidth`),
+    gaugeSvg(sel.roofline.compute_fraction, `selected #${sel.number}: compute`),
+  ].join("")}</div>`;
   rendered(panel, "ready");
 }
 
-export function renderLandscape(panel, state) {
+// A canvas-2D 3D scatter (scatter3d.js) rather than Plotly's WebGL one: on a machine without a
+// GPU chromium runs WebGL in software, and Plotly's scatter3d is only in its full bundle
+// (docs/dashboard.md, "Render time").
+export function renderLandscape(panel, state, onSelect) {
   const d = state.detail;
   const attempts = d ? d.attempts : [];
   if (!attempts.length) return rendered(panel, "empty", "no attempt recorded yet");
   const axes = landscapeAxes(attempts, state.tree && state.tree.axes);
-  const coords = (axis) => attempts.map((a) => {
+  const coord = (axis, a) => {
     const v = axis.value(a);
     if (v === null || v === undefined) return null;
     return axis.categories ? axis.categories.findIndex((c) => JSON.stringify(c) === JSON.stringify(v)) : v;
-  });
-  // Titles without the skill's prefix ("cpu-pointwise.schedule" -> "schedule"): they must fit.
-  const axisLayout = (axis) => ({
-    title: { text: axis.title.slice(axis.title.lastIndexOf(".") + 1) },
-    ...(axis.categories ? { tickvals: axis.categories.map((_, i) => i),
-                            ticktext: axis.categories.map((c) => String(c)) } : {}),
-  });
-  const trace = {
-    type: "scatter3d", mode: "markers",
-    x: coords(axes[0]), y: coords(axes[1]), z: coords(axes[2]),
-    text: attempts.map(hover), hoverinfo: "text",
-    marker: { size: 5, color: attempts.map((a) => (a.correct ? a.speedup || 0 : 0)),
-              colorscale: "Viridis", showscale: true,
-              colorbar: { title: { text: "speedup" }, thickness: 10 } },
   };
-  // WebGL at the screen's pixel density (Plotly's default is 2 whatever the screen: four times
-  // the pixels to render on a density-1 screen, the costliest part of the first render where
-  // WebGL runs on the CPU; docs/dashboard.md, "Render time").
-  plot(panel, [trace], layout({
-    margin: { l: 0, r: 0, t: 0, b: 0 }, height: 340,
-    scene: { xaxis: axisLayout(axes[0]), yaxis: axisLayout(axes[1]), zaxis: axisLayout(axes[2]),
-             camera: { eye: { x: 1.7, y: 1.7, z: 1.1 } } },
-  }), { plotGlPixelRatio: Math.min(4, Math.max(1, window.devicePixelRatio || 1)) });
+  // Titles without the skill's prefix ("cpu-pointwise.schedule" -> "schedule"): they must fit.
+  const short = (axis) => axis.title.slice(axis.title.lastIndexOf(".") + 1);
+  const points = attempts.map((a) => ({
+    id: a.number, coords: axes.map((axis) => coord(axis, a)),
+    colour: a.correct ? a.speedup || 0 : 0,
+    // What the attempt is, then where it sits: its value on each axis (its configuration).
+    lines: [...hoverLines(a).filter(Boolean).map((l) => l.slice(0, 120)),
+            ...axes.map((axis) => `${short(axis)}: ${fmtAxisValue(axis.value(a))}`)],
+  }));
+  const box = panel.querySelector(".body");
+  box.classList.add("landscape");
+  drawScatter3d(box, { axes: axes.map((axis) => ({ title: short(axis), categories: axis.categories })),
+                       points, colourTitle: "speedup" }, onSelect);
   rendered(panel, "ready");
+}
+
+function fmtAxisValue(v) {
+  if (v === null || v === undefined) return "–";
+  return typeof v === "number" ? String(Number(v.toPrecision(6))) : JSON.stringify(v);
 }
