@@ -279,10 +279,6 @@ class LlmGenerator final : public Generator {
     ctx["has_skills"] = !ctx["skills"].empty();
     const FittedPrompt memory = fit_memory(*user, history);
     memory.merge_into(ctx);
-    // The budget may have cut the best kernel's code: then no recent attempt points at it.
-    if (!ctx.contains("best") || !ctx["best"].is_object() || !ctx["best"].contains("source"))
-      if (ctx.contains("attempts") && ctx["attempts"].is_array())
-        for (auto& e : ctx["attempts"]) e["code_is_best"] = false;
     const std::string library = skills::prompt_section(p.library, skills::kPromptBudgetChars);
     ctx["skill_library"] = library.empty() ? json(nullptr) : json(library);
     auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
@@ -342,8 +338,7 @@ class LlmGenerator final : public Generator {
         if (a.number == n && !sources.count(n))
           if (auto src = util::read_file(a.path)) sources[n] = *src;
     const Measure measure = template_measure(user);
-    return fit_sections(trajectory_sections(history, sources, budgets_, measure),
-                        PromptBudgets::chars(budgets_.total), measure);
+    return fit_trajectory(history, sources, budgets_, measure);
   }
 
   llm::Client& client_;

@@ -398,4 +398,27 @@ std::vector<PromptSection> trajectory_sections(const std::vector<Attempt>& histo
           diagnosis_section(history, b)};
 }
 
+FittedPrompt fit_trajectory(const std::vector<Attempt>& history,
+                            const std::map<int, std::string>& sources, const PromptBudgets& budgets,
+                            const Measure& measure, std::vector<PromptSection> extra) {
+  std::vector<PromptSection> sections = trajectory_sections(history, sources, budgets, measure);
+  for (auto& s : extra) sections.push_back(std::move(s));
+  FittedPrompt f = fit_sections(sections, PromptBudgets::chars(budgets.total), measure);
+  bool best_code_shown = false;
+  for (const auto& s : f.sections)
+    if (s.name == "best" && s.context.contains("best"))
+      best_code_shown = s.context["best"].value("source", json(nullptr)).is_string();
+  if (best_code_shown) return f;
+  // The budget left the best kernel's code out: no recent attempt may point at it.
+  for (auto& s : f.sections) {
+    if (s.name != "recent" || !s.context.contains("attempts")) continue;
+    for (auto& e : s.context["attempts"]) e["code_is_best"] = false;
+    const size_t chars = measure(s.context);
+    f.chars = f.chars - s.chars + chars;
+    s.chars = chars;
+    s.over_budget = s.chars > s.budget_chars;
+  }
+  return f;
+}
+
 }  // namespace ok::optimize

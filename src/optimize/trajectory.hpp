@@ -34,6 +34,14 @@ std::vector<PromptSection> trajectory_sections(const std::vector<Attempt>& histo
                                                const PromptBudgets& budgets,
                                                const Measure& measure);
 
+// The sections above and `extra` (another part of the prompt with its own budget and priority)
+// fitted together by fit_sections() within `budgets.total`, then made consistent: the best
+// kernel's recent attempt says "its code is the best kernel, below" only when the best section's
+// chosen rendering carries that code. What every caller that fits a generator prompt uses.
+FittedPrompt fit_trajectory(const std::vector<Attempt>& history,
+                            const std::map<int, std::string>& sources, const PromptBudgets& budgets,
+                            const Measure& measure, std::vector<PromptSection> extra = {});
+
 // The attempts whose code the sections may show: the recent ones and the best.
 std::vector<int> attempts_needing_code(const std::vector<Attempt>& history,
                                        const PromptBudgets& budgets);

@@ -162,8 +162,7 @@ Rendered render_memory(const std::vector<opt::Attempt>& history,
   EXPECT_TRUE(t) << t.error().message;
   auto measure = opt::template_measure(*t);
   Rendered r;
-  r.fitted = opt::fit_sections(opt::trajectory_sections(history, sources, b, measure),
-                               opt::PromptBudgets::chars(b.total), measure);
+  r.fitted = opt::fit_trajectory(history, sources, b, measure);
   json ctx = {{"name", "p"}, {"backend", "cpu"}, {"backend_cpu", true}};
   r.fitted.merge_into(ctx);
   auto text = opt::render(*t, ctx);
@@ -256,14 +255,20 @@ TEST(Trajectory, AllFailedListsEveryClassAndNoBest) {
   expect_names_what_matters(history, r.text, 4);
 }
 
-TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
+// Attempt 1, correct at `speedup`.
+opt::Attempt first_correct(double speedup, std::string description) {
   opt::Attempt a;
   a.number = 1;
   a.verdict = "correct";
   a.correct = true;
-  a.speedup = 1.25;
+  a.speedup = speedup;
+  a.description = std::move(description);
+  return a;
+}
+
+TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
+  opt::Attempt a = first_correct(1.25, "one huge kernel");
   a.runtime_us = 80;
-  a.description = "one huge kernel";
   std::map<int, std::string> sources = {
       {1, "HEAD_OF_KERNEL\n" + std::string(200'000, 'k') + "\nTAIL_OF_KERNEL\n"}};
   opt::PromptBudgets b;
@@ -280,6 +285,25 @@ TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
   expect_within_budgets(r.fitted);
   EXPECT_EQ(r.text.find("HEAD_OF_KERNEL"), std::string::npos);
   EXPECT_NE(r.text.find("(attempt 1, 1.250x"), std::string::npos);
+}
+
+// The best kernel among the recent attempts: its entry points at the best kernel's code below
+// rather than repeating it, and says so only while that code is in the prompt.
+TEST(Trajectory, ARecentAttemptPointsAtTheBestCodeOnlyWhileItIsShown) {
+  const opt::Attempt a = first_correct(1.5, "the best one");
+  std::map<int, std::string> sources = {{1, "BEST_KERNEL_CODE\n" + std::string(2'000, 'k') + "\n"}};
+  opt::PromptBudgets b;
+  auto r = render_memory({a}, sources, b);
+  expect_within_budgets(r.fitted);
+  EXPECT_NE(r.text.find("(its code is the best kernel, below)"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("BEST_KERNEL_CODE"), r.text.rfind("BEST_KERNEL_CODE"));  // shown once
+  // A best-kernel budget too small for code: the identity stays, nothing points at missing code.
+  b.best = 60;
+  r = render_memory({a}, sources, b);
+  expect_within_budgets(r.fitted);
+  EXPECT_NE(r.text.find("(attempt 1, 1.500x"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("BEST_KERNEL_CODE"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("its code is the best kernel"), std::string::npos) << r.text;
 }
 
 }  // namespace
