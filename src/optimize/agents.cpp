@@ -277,10 +277,8 @@ class LlmGenerator final : public Generator {
     ctx["guidance"] = p.guidance.empty() ? json(nullptr) : json(p.guidance);
     ctx["skills"] = skills_context(skills_, p.backend);
     ctx["has_skills"] = !ctx["skills"].empty();
-    const FittedPrompt memory = fit_memory(*user, history);
+    const FittedPrompt memory = fit_memory(*user, history, p.library);
     memory.merge_into(ctx);
-    const std::string library = skills::prompt_section(p.library, skills::kPromptBudgetChars);
-    ctx["skill_library"] = library.empty() ? json(nullptr) : json(library);
     auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
     if (!made) {
       g.error = made.error().message;
@@ -329,16 +327,18 @@ class LlmGenerator final : public Generator {
   }
 
  private:
-  // The trajectory memory's sections (and, with src/skills, the skills' section) fitted to their
-  // budgets, measured as `user` renders them.
-  FittedPrompt fit_memory(const Template& user, const std::vector<Attempt>& history) const {
+  // The trajectory memory's sections and the skill library's fitted to their budgets, measured
+  // as `user` renders them.
+  FittedPrompt fit_memory(const Template& user, const std::vector<Attempt>& history,
+                          const std::vector<skills::RankedSkill>& library) const {
     std::map<int, std::string> sources;
     for (int n : attempts_needing_code(history, budgets_))
       for (const auto& a : history)
         if (a.number == n && !sources.count(n))
           if (auto src = util::read_file(a.path)) sources[n] = *src;
     const Measure measure = template_measure(user);
-    return fit_trajectory(history, sources, budgets_, measure);
+    return fit_trajectory(history, sources, budgets_, measure,
+                          {skills_section(library, budgets_, measure)});
   }
 
   llm::Client& client_;
