@@ -144,7 +144,8 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
 }
 
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
-                                        const std::map<std::string, std::string>& env) {
+                                        const std::map<std::string, std::string>& env,
+                                        const std::atomic<bool>* cancel) {
   std::optional<std::string> configured;
   if (!python_flag.empty())
     configured = python_flag;
@@ -156,6 +157,7 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
   wo.pythons = eval::python_candidates(configured);
   wo.resource_root = util::resource_root();
   wo.env_set = env;
+  wo.cancel = cancel;
   return eval::Worker::start(wo);
 }
 

@@ -70,9 +70,11 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
                                                     const config::Config& cfg);
 util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg);
 util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets);
-// `env`: added to the worker's environment (the build worker's).
+// `env`: added to the worker's environment (the build worker's). `cancel`: stops a worker that is
+// still starting (kCancelled; eval::WorkerOptions::cancel).
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
-                                        const std::map<std::string, std::string>& env = {});
+                                        const std::map<std::string, std::string>& env = {},
+                                        const std::atomic<bool>* cancel = nullptr);
 // The store's path: --db, else $OPENKERNEL_DB, else the config's db, else the default.
 std::filesystem::path store_path(const GlobalOptions& g, const config::Config& cfg);
 util::Result<store::Store> open_store(const GlobalOptions& g, const config::Config& cfg);

@@ -313,7 +313,10 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
   optimize::Options& opts = run->options;
   const std::string& session = run->id;
 
-  auto worker = start_worker(*cfg, o.python);
+  // From here Ctrl-C stops the session: a worker still starting is stopped with it (not left to
+  // finish its start-up after this process ended).
+  if (fe.handle_interrupt) util::install_interrupt_handler();
+  auto worker = start_worker(*cfg, o.python, {}, fe.cancel ? fe.cancel : &util::cancel_flag());
   if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, o.resume.empty() ? o.backend : opts.backend, "triton");
   if (!backend) return std::unexpected(backend.error());
@@ -339,7 +342,6 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
   messages.note(
       fmt::format("session {}  (resume with: openkernel optimize --resume {})", session, session));
 
-  if (fe.handle_interrupt) util::install_interrupt_handler();
   auto problem = optimize::prepare_problem(*worker, opts);
   if (!problem) return std::unexpected(problem.error());
 
@@ -361,6 +363,10 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
 
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe) {
   auto run = optimize_session(g, o, fe);
+  if (!run && run.error().kind == ErrorKind::kCancelled) {
+    fmt::print(stderr, "openkernel: {} (nothing recorded)\n", run.error().message);
+    return kInterrupted;
+  }
   if (!run) return report_error(run.error());
   return finish(run->report, run->status, run->session, o, fe);
 }

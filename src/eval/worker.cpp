@@ -66,7 +66,20 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
   so.env_unset = util::secret_env_names();
   auto proc = util::Subprocess::spawn(so);
   if (!proc) return std::unexpected(proc.error());
-  auto line = proc->read_line(std::chrono::steady_clock::now() + opts.start_timeout);
+  // The hello, read in short slices so that a cancellation is noticed within a quarter of a second
+  // (returning stops the worker: the Subprocess kills its process group).
+  const auto deadline = std::chrono::steady_clock::now() + opts.start_timeout;
+  util::Result<std::string> line;
+  while (true) {
+    const auto until =
+        opts.cancel
+            ? std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250))
+            : deadline;
+    line = proc->read_line(until);
+    if (opts.cancel && opts.cancel->load())
+      return fail(ErrorKind::kCancelled, "interrupted while the evaluation worker started");
+    if (line || line.error().kind != ErrorKind::kTimeout || until >= deadline) break;
+  }
   if (!line) {
     std::string err = proc->take_stderr(4000);
     return fail(

@@ -34,6 +34,9 @@ struct WorkerOptions {
   // Added to the worker's environment (the build worker: CUDA_VISIBLE_DEVICES empty and
   // OPENKERNEL_WORKER_PRIORITY=idle; docs/search.md, "Pre-builds").
   std::map<std::string, std::string> env_set;
+  // When it becomes true while the worker starts, the worker is stopped (with its process group)
+  // and start() fails with kCancelled; null: never.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Worker {

@@ -280,14 +280,8 @@ class LlmGenerator final : public Generator {
     ctx["guidance"] = p.guidance.empty() ? json(nullptr) : json(p.guidance);
     ctx["skills"] = skills_context(skills_, p.backend);
     ctx["has_skills"] = !ctx["skills"].empty();
-    const FittedPrompt memory = fit_memory(*user, history);
+    const FittedPrompt memory = fit_memory(*user, history, p.library);
     memory.merge_into(ctx);
-    // The budget may have cut the best kernel's code: then no recent attempt points at it.
-    if (!ctx.contains("best") || !ctx["best"].is_object() || !ctx["best"].contains("source"))
-      if (ctx.contains("attempts") && ctx["attempts"].is_array())
-        for (auto& e : ctx["attempts"]) e["code_is_best"] = false;
-    const std::string library = skills::prompt_section(p.library, skills::kPromptBudgetChars);
-    ctx["skill_library"] = library.empty() ? json(nullptr) : json(library);
     auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
     if (!made) {
       g.error = made.error().message;
@@ -336,17 +330,18 @@ class LlmGenerator final : public Generator {
   }
 
  private:
-  // The trajectory memory's sections (and, with src/skills, the skills' section) fitted to their
-  // budgets, measured as `user` renders them.
-  FittedPrompt fit_memory(const Template& user, const std::vector<Attempt>& history) const {
+  // The trajectory memory's sections and the skill library's fitted to their budgets, measured
+  // as `user` renders them.
+  FittedPrompt fit_memory(const Template& user, const std::vector<Attempt>& history,
+                          const std::vector<skills::RankedSkill>& library) const {
     std::map<int, std::string> sources;
     for (int n : attempts_needing_code(history, budgets_))
       for (const auto& a : history)
         if (a.number == n && !sources.count(n))
           if (auto src = util::read_file(a.path)) sources[n] = *src;
     const Measure measure = template_measure(user);
-    return fit_sections(trajectory_sections(history, sources, budgets_, measure),
-                        PromptBudgets::chars(budgets_.total), measure);
+    return fit_trajectory(history, sources, budgets_, measure,
+                          {skills_section(library, budgets_, measure)});
   }
 
   llm::Client& client_;

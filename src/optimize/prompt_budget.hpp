@@ -70,7 +70,7 @@ struct PromptBudgets {
   size_t diagnosis = 400;      // the critic's diagnosis of the last attempt
   size_t ideas = 600;          // one line per distinct earlier idea
   size_t failures = 600;       // one line per distinct failure class
-  size_t skills = 1500;        // the skill library's section (src/skills), priority kSkillsPriority
+  size_t skills = 1500;        // the skill library's section (skills::kPromptBudgetChars / 4)
   size_t total = 9000;         // every section together
   size_t recent_attempts = 4;  // attempts shown in full
   size_t code_chars = 3000;    // a recent attempt's code, head and tail kept

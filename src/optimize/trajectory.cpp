@@ -398,4 +398,46 @@ std::vector<PromptSection> trajectory_sections(const std::vector<Attempt>& histo
           diagnosis_section(history, b)};
 }
 
+// The skills' default budget is the one the skill library documents for its section.
+static_assert(PromptBudgets{}.skills * kCharsPerToken == skills::kPromptBudgetChars);
+
+PromptSection skills_section(const std::vector<skills::RankedSkill>& ranked, const PromptBudgets& b,
+                             const Measure& measure) {
+  PromptSection s{"skills", {}, PromptBudgets::chars(b.skills), kSkillsPriority};
+  if (ranked.empty()) return s;
+  const size_t heading = measure({{"skill_library", " "}});
+  const size_t room = s.budget_chars > heading ? s.budget_chars - heading : 0;
+  std::string last;
+  for (size_t share : {1, 2, 4, 8}) {
+    std::string text = skills::prompt_section(ranked, room / share);
+    if (text.empty() || text == last) continue;
+    s.variants.push_back({{"skill_library", text}});
+    last = std::move(text);
+  }
+  return s;
+}
+
+FittedPrompt fit_trajectory(const std::vector<Attempt>& history,
+                            const std::map<int, std::string>& sources, const PromptBudgets& budgets,
+                            const Measure& measure, std::vector<PromptSection> extra) {
+  std::vector<PromptSection> sections = trajectory_sections(history, sources, budgets, measure);
+  for (auto& s : extra) sections.push_back(std::move(s));
+  FittedPrompt f = fit_sections(sections, PromptBudgets::chars(budgets.total), measure);
+  bool best_code_shown = false;
+  for (const auto& s : f.sections)
+    if (s.name == "best" && s.context.contains("best"))
+      best_code_shown = s.context["best"].value("source", json(nullptr)).is_string();
+  if (best_code_shown) return f;
+  // The budget left the best kernel's code out: no recent attempt may point at it.
+  for (auto& s : f.sections) {
+    if (s.name != "recent" || !s.context.contains("attempts")) continue;
+    for (auto& e : s.context["attempts"]) e["code_is_best"] = false;
+    const size_t chars = measure(s.context);
+    f.chars = f.chars - s.chars + chars;
+    s.chars = chars;
+    s.over_budget = s.chars > s.budget_chars;
+  }
+  return f;
+}
+
 }  // namespace ok::optimize

@@ -12,6 +12,8 @@
 //   failures   one line per distinct failure class (verdict + integrity flags or the error's
 //              class) over every attempt, with counts and attempt numbers; never dropped (its
 //              most compact rendering shortens each line so that every class is named).
+// A sixth, the skill library's section, is built here too, so that fit_trajectory() fits the
+// whole generator prompt's variable part by one rule (fit_sections) within one total.
 // Pure functions over the attempts' records: the same input gives the same sections. Docs:
 // docs/optimize.md, "Trajectory memory and prompt budgets".
 #pragma once
@@ -33,6 +35,21 @@ std::vector<PromptSection> trajectory_sections(const std::vector<Attempt>& histo
                                                const std::map<int, std::string>& sources,
                                                const PromptBudgets& budgets,
                                                const Measure& measure);
+
+// The skill library's section (src/skills), named "skills", priority kSkillsPriority: the ranked
+// skills as skills::prompt_section renders them within the `skills` budget less the section's
+// heading, then within a half, a quarter and an eighth of that (exemplars cut shorter, then left
+// out, then the lowest-ranked skills left out); distinct, non-empty renderings only.
+PromptSection skills_section(const std::vector<skills::RankedSkill>& ranked,
+                             const PromptBudgets& budgets, const Measure& measure);
+
+// The sections above and `extra` (another part of the prompt with its own budget and priority)
+// fitted together by fit_sections() within `budgets.total`, then made consistent: the best
+// kernel's recent attempt says "its code is the best kernel, below" only when the best section's
+// chosen rendering carries that code. What every caller that fits a generator prompt uses.
+FittedPrompt fit_trajectory(const std::vector<Attempt>& history,
+                            const std::map<int, std::string>& sources, const PromptBudgets& budgets,
+                            const Measure& measure, std::vector<PromptSection> extra = {});
 
 // The attempts whose code the sections may show: the recent ones and the best.
 std::vector<int> attempts_needing_code(const std::vector<Attempt>& history,

@@ -57,8 +57,9 @@ bool names_point(const Skill& s, const nlohmann::json& point);
 std::vector<size_t> prior_order(const std::vector<nlohmann::json>& points,
                                 const std::vector<RankedSkill>& ranked);
 
-// The model prompt's skill section's budget: 6000 characters, about 1500 tokens at the
-// documented estimate of four characters a token.
+// The model prompt's skill section's default budget: 6000 characters, about 1500 tokens at the
+// documented estimate of four characters a token. The generator fits the section with the
+// prompt's other sections (optimize::PromptBudgets::skills, scaled by --prompt-budget-tokens).
 inline constexpr size_t kPromptBudgetChars = 6000;
 
 // The model prompt's section on the ranked skills, at most `budget_chars` characters: each skill

@@ -1,12 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "generate/emit.hpp"
 #include "generate/generate.hpp"
+#include "support/generate_fixtures.hpp"
 
 namespace {
 
@@ -14,24 +13,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Proposal;
 using ok::generate::propose;
-
-const fs::path kRoot = OPENKERNEL_TEST_SOURCE_ROOT;
-const fs::path kSkills = kRoot / "data" / "skills";
-const std::string kReference =
-    "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n";
-
-json fixture(const std::string& name) {
-  std::ifstream in(kRoot / "tests" / "fixtures" / "generate" / (name + ".json"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
-
-Proposal must(const json& ir, const std::string& backend, uint64_t seed = 0, int max = 8) {
-  auto p = propose(ir, backend, kReference, kSkills, seed, max);
-  EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
-  return p ? *p : Proposal{};
-}
+using ok::testing::fixture;
+using ok::testing::kReference;
+using ok::testing::kRoot;
+using ok::testing::kSkills;
+using ok::testing::must;
 
 json node(const std::string& name, const std::string& op, json args, json shape,
           json kwargs = json::object(), const std::string& dtype = "float32") {

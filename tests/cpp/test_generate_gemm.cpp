@@ -8,35 +8,20 @@
 #include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "generate/generate.hpp"
 #include "generate/graph.hpp"
 #include "generate/skills.hpp"
+#include "support/generate_fixtures.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Proposal;
-
-const fs::path kRoot = OPENKERNEL_TEST_SOURCE_ROOT;
-const fs::path kSkills = kRoot / "data" / "skills";
-const std::string kReference =
-    "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n";
-
-json fixture(const std::string& name) {
-  std::ifstream in(kRoot / "tests" / "fixtures" / "generate" / (name + ".json"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
-
-Proposal must(const json& ir, const std::string& backend, int max = 4) {
-  auto p = ok::generate::propose(ir, backend, kReference, kSkills, 0, max);
-  EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
-  return p ? *p : Proposal{};
-}
+using ok::testing::fixture;
+using ok::testing::kSkills;
+using ok::testing::must;
 
 // The candidate's forward: everything after `class ModelNew`.
 std::string forward_of(const std::string& source) {
@@ -167,7 +152,7 @@ TEST(GenerateGemm, ScalarArgumentsAreConstantsOfTheSignature) {
 
 TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
   for (const char* backend : {"cpu", "triton", "cuda"}) {
-    Proposal p = must(fixture("gemm_square"), backend, 0);
+    Proposal p = must(fixture("gemm_square"), backend, 0, 0);
     EXPECT_GE(p.candidates.size(), 20u) << backend;
     std::set<std::string> distinct;
     for (const auto& c : p.candidates) distinct.insert(c.params.dump());
@@ -191,7 +176,7 @@ TEST(GenerateGemm, TritonSourcesParseAsPython) {
   fs::create_directories(dir);
   for (const char* name : {"gemm_tril", "gemm_large_k", "gemm_tab", "bmm"}) {
     const fs::path file = dir / (std::string(name) + ".py");
-    std::ofstream(file) << must(fixture(name), "triton", 1).candidates.at(0).source;
+    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
     EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
                   file.string()),
               0)
@@ -202,7 +187,7 @@ TEST(GenerateGemm, TritonSourcesParseAsPython) {
 
 TEST(GenerateGemm, CudaSourcesCompileWithNvcc) {
   if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
-  const std::string src = must(fixture("gemm_tril"), "cuda", 1).candidates.at(0).source;
+  const std::string src = must(fixture("gemm_tril"), "cuda", 0, 1).candidates.at(0).source;
   const std::string open = "_OK_SOURCE = r\"\"\"\n";
   const size_t begin = src.find(open);
   ASSERT_NE(begin, std::string::npos);

@@ -1,7 +1,8 @@
 // `openkernel hub` against a Hub that refuses or fails (the loopback Hub, told to): 401 for a
 // bad or missing token, 403 for a read-only token, 404, 429 and 5xx retried and then exit 3;
 // the token file the official tools use; `push kernels` / `pull kernels` over a real CPU session
-// of `openkernel optimize` with the builtin generator; `push skills` / `pull skills`;
+// of `openkernel optimize` with the builtin generator; `push skills` / `pull skills` (a file
+// that is not a skills export, or not JSON, leaves the store unchanged);
 // and no token in any file the run wrote.
 //
 //   node --test tests/hub/hub_commands.test.mjs
@@ -160,6 +161,28 @@ test("skills: a store's library exported, pushed, pulled and merged into another
   const bad = await run(["hub", "pull", "skills", "--repo", "s-org/bad", "--out", temp("bad-out"), "--db", join(d, "c.db")]);
   assert.equal(bad.code, 2, bad.err);
   assert.match(bad.err, /bad\.json: /);
+});
+
+test("skills: a pulled file that is not JSON: exit 2, the store unchanged", { skip }, async () => {
+  const d = temp("skills-notjson");
+  const db = join(d, "store.db");
+  // The store's library (its seed skills), exported before and after the pull.
+  const library = async (name) => {
+    const e = await run(["skills", "export", "--out", join(d, name), "--db", db]);
+    assert.equal(e.code, 0, e.err);
+    return JSON.parse(readFileSync(join(d, name), "utf8")).skills;
+  };
+  const before = await library("before.json");
+  assert.ok(before.length > 0);
+  writeFileSync(join(d, "skills.json"), "openkernel-skills, version 1: {not json\n");
+  const r = await run(["hub", "push", "skills", "--from", join(d, "skills.json"), "--repo", "s-org/notjson"]);
+  assert.equal(r.code, 0, r.err);
+  const out = temp("notjson-out");
+  const p = await run(["hub", "pull", "skills", "--repo", "s-org/notjson", "--out", out, "--db", db]);
+  assert.equal(p.code, 2, p.err);
+  assert.match(p.err, /skills\.json is not JSON: not merged/);
+  assert.doesNotMatch(p.err, /merged \d+ skills/);
+  assert.deepEqual(await library("after.json"), before);
 });
 
 test("the token is written nowhere", { skip }, async () => {

@@ -148,6 +148,19 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, args: list[str], says: str) 
     assert says in p.stderr
 
 
+# docs/cli.md: --prompt-budget-tokens N, default 9000 (also for 0), below 1000 exit 2. Checked
+# before the store is opened: nothing is recorded.
+@pytest.mark.parametrize("tokens", ["999", "1", "-5"])
+def test_prompt_budget_below_its_minimum_is_a_usage_error(tmp_path: Path, tokens: str) -> None:
+    p, report = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--model", "builtin",
+                         "--backend", "cpu", "--out", str(tmp_path / "out"),
+                         "--prompt-budget-tokens", tokens, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "--prompt-budget-tokens must be at least 1000" in p.stderr
+    assert report is None
+    assert not (tmp_path / "db.sqlite").exists() and not (tmp_path / "out").exists()
+
+
 def test_malformed_reference_is_bad_input(tmp_path: Path) -> None:
     ref = tmp_path / "broken.py"
     ref.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n")

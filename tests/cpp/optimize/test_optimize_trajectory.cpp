@@ -11,6 +11,7 @@
 #include "optimize/prompt_budget.hpp"
 #include "optimize/prompts.hpp"
 #include "optimize/trajectory.hpp"
+#include "skills/retrieve.hpp"
 
 namespace {
 
@@ -156,14 +157,16 @@ struct Rendered {
   opt::FittedPrompt fitted;
 };
 
+// The generator template rendered with the fitted memory and, given a library, its skill section.
 Rendered render_memory(const std::vector<opt::Attempt>& history,
-                       const std::map<int, std::string>& sources, const opt::PromptBudgets& b) {
+                       const std::map<int, std::string>& sources, const opt::PromptBudgets& b,
+                       const std::vector<ok::skills::RankedSkill>& library = {}) {
   auto t = opt::load_template(kRoot / "data/prompts", "generator");
   EXPECT_TRUE(t) << t.error().message;
   auto measure = opt::template_measure(*t);
   Rendered r;
-  r.fitted = opt::fit_sections(opt::trajectory_sections(history, sources, b, measure),
-                               opt::PromptBudgets::chars(b.total), measure);
+  r.fitted =
+      opt::fit_trajectory(history, sources, b, measure, {opt::skills_section(library, b, measure)});
   json ctx = {{"name", "p"}, {"backend", "cpu"}, {"backend_cpu", true}};
   r.fitted.merge_into(ctx);
   auto text = opt::render(*t, ctx);
@@ -256,14 +259,20 @@ TEST(Trajectory, AllFailedListsEveryClassAndNoBest) {
   expect_names_what_matters(history, r.text, 4);
 }
 
-TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
+// Attempt 1, correct at `speedup`.
+opt::Attempt first_correct(double speedup, std::string description) {
   opt::Attempt a;
   a.number = 1;
   a.verdict = "correct";
   a.correct = true;
-  a.speedup = 1.25;
+  a.speedup = speedup;
+  a.description = std::move(description);
+  return a;
+}
+
+TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
+  opt::Attempt a = first_correct(1.25, "one huge kernel");
   a.runtime_us = 80;
-  a.description = "one huge kernel";
   std::map<int, std::string> sources = {
       {1, "HEAD_OF_KERNEL\n" + std::string(200'000, 'k') + "\nTAIL_OF_KERNEL\n"}};
   opt::PromptBudgets b;
@@ -280,6 +289,90 @@ TEST(Trajectory, AKernelLargerThanItsBudgetIsCutButKeepsItsIdentity) {
   expect_within_budgets(r.fitted);
   EXPECT_EQ(r.text.find("HEAD_OF_KERNEL"), std::string::npos);
   EXPECT_NE(r.text.find("(attempt 1, 1.250x"), std::string::npos);
+}
+
+// The best kernel among the recent attempts: its entry points at the best kernel's code below
+// rather than repeating it, and says so only while that code is in the prompt.
+TEST(Trajectory, ARecentAttemptPointsAtTheBestCodeOnlyWhileItIsShown) {
+  const opt::Attempt a = first_correct(1.5, "the best one");
+  std::map<int, std::string> sources = {{1, "BEST_KERNEL_CODE\n" + std::string(2'000, 'k') + "\n"}};
+  opt::PromptBudgets b;
+  auto r = render_memory({a}, sources, b);
+  expect_within_budgets(r.fitted);
+  EXPECT_NE(r.text.find("(its code is the best kernel, below)"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("BEST_KERNEL_CODE"), r.text.rfind("BEST_KERNEL_CODE"));  // shown once
+  // A best-kernel budget too small for code: the identity stays, nothing points at missing code.
+  b.best = 60;
+  r = render_memory({a}, sources, b);
+  expect_within_budgets(r.fitted);
+  EXPECT_NE(r.text.find("(attempt 1, 1.500x"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("BEST_KERNEL_CODE"), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("its code is the best kernel"), std::string::npos) << r.text;
+}
+
+// Model skills ranked in order, each with a technique and an exemplar of `exemplar` characters.
+std::vector<ok::skills::RankedSkill> model_skills(int n, size_t exemplar) {
+  std::vector<ok::skills::RankedSkill> out;
+  for (int i = 0; i < n; ++i) {
+    ok::skills::Skill s;
+    s.id = fmt::format("sk-{:016x}", i + 1);
+    s.kind = "model";
+    s.provenance = "learned";
+    s.title = fmt::format("technique {}", i);
+    s.text = fmt::format("the row held in registers, variant {}", i);
+    s.action = {{"technique", fmt::format("online softmax {}", i)},
+                {"exemplar", fmt::format("EXEMPLAR_{}\n{}", i, std::string(exemplar, 'x'))}};
+    out.push_back({s, 10.0 - i, 1.0, i});
+  }
+  return out;
+}
+
+opt::FittedSection section_of(const opt::FittedPrompt& f, const std::string& name) {
+  for (const auto& s : f.sections)
+    if (s.name == name) return s;
+  ADD_FAILURE() << "no section " << name;
+  return {};
+}
+
+// The skill library's section is one more section of the fit: whole under the default budgets,
+// within its share and trimmed under a small one, and over the total it gives up space by the
+// same priorities as the others: after the recent attempts (priority 0) have none left to give,
+// before the diagnosis, the ideas and the failures (priorities 2 and 3).
+TEST(Trajectory, TheSkillSectionIsFittedByTheSameRuleAsTheOthers) {
+  const auto library = model_skills(3, 900);
+  std::map<int, std::string> sources;
+  const auto history = long_history(40, sources);
+  const opt::PromptBudgets b;
+  auto r = render_memory({}, {}, b, library);
+  expect_within_budgets(r.fitted);
+  const opt::FittedSection whole = section_of(r.fitted, "skills");
+  EXPECT_EQ(whole.variant, 0u);
+  EXPECT_NE(r.text.find(ok::skills::prompt_section(library, ok::skills::kPromptBudgetChars)),
+            std::string::npos)
+      << r.text;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NE(r.text.find(fmt::format("EXEMPLAR_{}", i)), std::string::npos) << i;
+
+  const opt::PromptBudgets fifth = b.scaled_to(b.total / 5);
+  r = render_memory(history, sources, fifth, library);
+  expect_within_budgets(r.fitted);
+  const opt::FittedSection small = section_of(r.fitted, "skills");
+  EXPECT_GT(small.chars, 0u);
+  EXPECT_LT(small.chars, whole.chars);
+  EXPECT_NE(r.text.find(library[0].skill.id), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("EXEMPLAR_2"), std::string::npos);
+
+  opt::PromptBudgets tight = b;
+  tight.total = 2000;  // the sections' own budgets as by default, their total tighter
+  r = render_memory(history, sources, tight, library);
+  expect_within_budgets(r.fitted);
+  const opt::FittedSection pressed = section_of(r.fitted, "skills");
+  const opt::FittedSection recent = section_of(r.fitted, "recent");
+  EXPECT_GT(pressed.variant, 0u) << r.fitted.summary().dump(1);
+  EXPECT_EQ(recent.variant + 1, recent.variants);
+  for (const char* higher : {"diagnosis", "ideas", "failures"})
+    EXPECT_EQ(section_of(r.fitted, higher).variant, 0u) << higher;
+  EXPECT_EQ(r.fitted.summary()["sections"].back()["name"], "skills");
 }
 
 }  // namespace
