@@ -26,6 +26,7 @@ struct EvaluateOptions {
   bool compile_baseline = false;
   bool json = false;
   std::string python;
+  std::string eval_host;  // --eval-host (docs/remote.md)
 };
 
 // The problem, with the candidate's path and the limits checked (kUsage, kBadInput).
