@@ -163,6 +163,10 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
     if (!python_flag.empty()) so.python = python_flag;
     so.resource_root = util::resource_root();
     so.env_set = env;
+    // A sweep slot's GPU (--gpus) chooses the host's GPU, as it chooses a local one.
+    if (auto gpus = util::getenv_str("CUDA_VISIBLE_DEVICES");
+        gpus && !env.contains("CUDA_VISIBLE_DEVICES"))
+      so.env_set["CUDA_VISIBLE_DEVICES"] = *gpus;
     return remote::start_ssh_worker(so);
   }
   std::optional<std::string> configured;

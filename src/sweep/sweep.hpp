@@ -41,12 +41,15 @@ struct Options {
   std::string model;    // builtin or a registry name
   std::string base_url;
   std::string mode = "fast";
-  int iterations = 0;                   // per problem; 0: the mode's default
-  std::optional<double> budget_usd;     // per problem
-  std::filesystem::path output;         // the results TSV
-  std::string executor = "local";       // local or slurm
-  std::vector<std::string> gpus;        // one slot per entry (CUDA_VISIBLE_DEVICES); may repeat
-  int jobs = 1;                         // local slots when gpus is empty
+  int iterations = 0;                // per problem; 0: the mode's default
+  std::optional<double> budget_usd;  // per problem
+  std::filesystem::path output;      // the results TSV
+  std::string executor = "local";    // local or slurm
+  std::vector<std::string> gpus;     // one slot per entry (CUDA_VISIBLE_DEVICES); may repeat
+  int jobs = 1;                      // local slots when gpus is empty
+  // Local executor: every slot on each of these hosts (--eval-host, passed to its optimize;
+  // docs/remote.md): hosts x gpus slots, or one per host entry (a host may repeat).
+  std::vector<std::string> eval_hosts;
   std::vector<std::string> slurm_args;  // extra sbatch arguments
   // Passed through to every optimize run.
   std::filesystem::path binary;  // this openkernel executable

@@ -236,3 +236,38 @@ def test_optimize_over_ssh_equals_local(sshd: Server, tmp_path: Path) -> None:
     assert [h["verdict"] for h in remote["history"]] == [h["verdict"] for h in local["history"]]
     assert [h["params"] for h in remote["history"]] == [h["params"] for h in local["history"]]
     assert remote["verdict"] == local["verdict"] == "correct"
+
+
+MINIBENCH = Path(__file__).resolve().parent / "fixtures/minibench"
+
+
+def test_baseline_over_ssh(sshd: Server, tmp_path: Path) -> None:
+    p = openkernel(sshd, tmp_path, "baseline", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
+                   "--problems", "1", "--kernelbench-dir", str(MINIBENCH), "--backend", "cpu",
+                   "--timing-budget", "0.3", "--no-compile", "--python", PYTHON, "--json",
+                   "--eval-host", sshd.url)
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout.strip().splitlines()[-1])["baselines"]
+    assert row["problem_id"] == 1 and row["eager_us"] > 0
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        (result,) = db.execute("SELECT result FROM baselines").fetchone()
+    # The engine's path, not the host's staged copy, is what the store keeps.
+    assert json.loads(result)["problem"]["path"].startswith(str(MINIBENCH))
+
+
+@pytest.mark.slow  # ~20 s; the flag's path to each slot's optimize
+def test_sweep_spreads_problems_over_eval_hosts(sshd: Server, tmp_path: Path) -> None:
+    # The one loopback host named twice: two slots, each problem's optimize evaluating over ssh.
+    p = openkernel(sshd, tmp_path, "sweep", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
+                   "--problems", "1-2", "--kernelbench-dir", str(MINIBENCH), "--backend", "cpu",
+                   "--model", "builtin", "--iterations", "1", "--trials", "2", "--timing-budget",
+                   "0.3", "--python", PYTHON, "--output", str(tmp_path / "r/s.tsv"), "--json",
+                   "--eval-host", sshd.url, "--eval-host", sshd.url, timeout=900)
+    assert p.returncode in (0, 1), p.stderr
+    starts = [line for line in p.stderr.splitlines() if " start " in line]
+    assert len(starts) == 2 and all(sshd.url in line for line in starts), p.stderr
+    rows = (tmp_path / "r/s.tsv").read_text().splitlines()[1:]
+    assert len(rows) == 2
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        n = db.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+    assert n >= 2
