@@ -179,12 +179,14 @@ def has_children(pid: int) -> bool:
         return False
 
 
-def kill_workers(server: Server, times: int, killed: list[int], stop: threading.Event) -> None:
-    """Kills the remote worker `times` times, each once its candidate process is loading."""
+def kill_workers(server: Server, times: int, killed: list[int], stop: threading.Event,
+                 delay_s: float = 1.0) -> None:
+    """Kills the remote worker `times` times, each `delay_s` after it started a candidate
+    process."""
     while len(killed) < times and not stop.is_set():
         for pid in remote_workers(server):
             if pid not in killed and has_children(pid):
-                time.sleep(1.0)
+                time.sleep(delay_s)
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
         time.sleep(0.1)
@@ -193,7 +195,7 @@ def kill_workers(server: Server, times: int, killed: list[int], stop: threading.
 @pytest.mark.parametrize("kills", [1, 2])
 def test_worker_lost_mid_evaluation(sshd: Server, tmp_path: Path, kills: int) -> None:
     slow = tmp_path / "slow_candidate.py"
-    slow.write_text("import time\ntime.sleep(6)\n" + (SWISH / "candidate.py").read_text())
+    slow.write_text("import time\ntime.sleep(4)\n" + (SWISH / "candidate.py").read_text())
     db = tmp_path / "db.sqlite"
     killed: list[int] = []
     stop = threading.Event()
@@ -236,6 +238,26 @@ def test_optimize_over_ssh_equals_local(sshd: Server, tmp_path: Path) -> None:
     assert [h["verdict"] for h in remote["history"]] == [h["verdict"] for h in local["history"]]
     assert [h["params"] for h in remote["history"]] == [h["params"] for h in local["history"]]
     assert remote["verdict"] == local["verdict"] == "correct"
+
+
+def test_optimize_goes_on_after_losing_the_host_twice(sshd: Server, tmp_path: Path) -> None:
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_workers, args=(sshd, 2, killed, stop, 0.2))
+    killer.start()
+    try:
+        report = optimize(sshd, tmp_path, "--eval-host", sshd.url)
+    finally:
+        stop.set()
+        killer.join()
+    assert len(killed) == 2
+    first, second = report["history"]
+    assert first["verdict"] == "evaluator_error" and "twice" in first["error"], first
+    assert second["verdict"] == "correct", second  # on the worker started after the loss
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        rows = db.execute("SELECT a.verdict, e.verdict, e.flags FROM attempts a JOIN evaluations e "
+                          "ON e.id = a.evaluation_id ORDER BY a.number").fetchall()
+    assert rows[0] == ("evaluator_error", "evaluator_error", '["remote_lost"]')
 
 
 MINIBENCH = Path(__file__).resolve().parent / "fixtures/minibench"
