@@ -263,17 +263,20 @@ def test_optimize_goes_on_after_losing_the_host_twice(sshd: Server, tmp_path: Pa
 MINIBENCH = Path(__file__).resolve().parent / "fixtures/minibench"
 
 
-def test_baseline_over_ssh(sshd: Server, tmp_path: Path) -> None:
+def test_baseline_over_ssh_from_the_config_file(sshd: Server, tmp_path: Path) -> None:
+    config = tmp_path / ".config/openkernel/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'eval_host = "{sshd.url}"\n')
     p = openkernel(sshd, tmp_path, "baseline", "--db", str(tmp_path / "db.sqlite"), "--level", "1",
                    "--problems", "1", "--kernelbench-dir", str(MINIBENCH), "--backend", "cpu",
-                   "--timing-budget", "0.3", "--no-compile", "--python", PYTHON, "--json",
-                   "--eval-host", sshd.url)
+                   "--timing-budget", "0.3", "--no-compile", "--python", PYTHON, "--json")
     assert p.returncode == 0, p.stderr
     (row,) = json.loads(p.stdout.strip().splitlines()[-1])["baselines"]
     assert row["problem_id"] == 1 and row["eager_us"] > 0
     with sqlite3.connect(tmp_path / "db.sqlite") as db:
         (result,) = db.execute("SELECT result FROM baselines").fetchone()
-    # The engine's path, not the host's staged copy, is what the store keeps.
+    # Evaluated over ssh; the engine's path, not the host's staged copy, is what the store keeps.
+    assert json.loads(result)["phases_s"]["transfer"] >= 0
     assert json.loads(result)["problem"]["path"].startswith(str(MINIBENCH))
 
 
