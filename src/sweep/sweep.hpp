@@ -41,15 +41,12 @@ struct Options {
   std::string model;    // builtin or a registry name
   std::string base_url;
   std::string mode = "fast";
-  int iterations = 0;                // per problem; 0: the mode's default
-  std::optional<double> budget_usd;  // per problem
-  std::filesystem::path output;      // the results TSV
-  std::string executor = "local";    // local or slurm
-  std::vector<std::string> gpus;     // one slot per entry (CUDA_VISIBLE_DEVICES); may repeat
-  int jobs = 1;                      // local slots when gpus is empty
-  // Local executor: every slot on each of these hosts (--eval-host, passed to its optimize;
-  // docs/remote.md): hosts x gpus slots, or one per host entry (a host may repeat).
-  std::vector<std::string> eval_hosts;
+  int iterations = 0;                   // per problem; 0: the mode's default
+  std::optional<double> budget_usd;     // per problem
+  std::filesystem::path output;         // the results TSV
+  std::string executor = "local";       // local or slurm
+  std::vector<std::string> gpus;        // one slot per entry (CUDA_VISIBLE_DEVICES); may repeat
+  int jobs = 1;                         // local slots when gpus is empty
   std::vector<std::string> slurm_args;  // extra sbatch arguments
   // Passed through to every optimize run.
   std::filesystem::path binary;  // this openkernel executable
@@ -57,6 +54,9 @@ struct Options {
   std::string python;
   uint64_t seed = 1;
   eval::Limits limits;
+  // Local executor: its slots on each of these hosts (--eval-host, passed to their optimize runs;
+  // docs/remote.md): hosts x gpus, or one slot per entry without gpus (a host may repeat).
+  std::vector<std::string> eval_hosts;
 };
 
 // The work folder of a results file: results/X.tsv -> results/X.
