@@ -31,12 +31,14 @@ RUN_PACKAGES=(
   # npm ci of the dashboard's browser-side packages (below); Debian 12's nodejs lacks npm, which
   # is added when missing (a NodeSource nodejs bundles it)
   nodejs
+  openssh-client  # --eval-host ssh://: the worker on a GPU host over the system's ssh
 )
 TEST_PACKAGES=(
   python3-pytest
   procps  # pgrep, in the sweep tests
   chromium  # the dashboard's browser tests (driven by playwright-core from npm)
   tmux  # a real terminal for kernel-code's terminal UI tests
+  openssh-server  # the loopback sshd the remote evaluation tests start (test_remote_ssh.py)
 )
 
 packages=("${RUN_PACKAGES[@]}")

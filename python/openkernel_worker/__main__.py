@@ -43,6 +43,10 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "result": device_info(req_str(req, "device") or "cpu")}
         if op == "ping":
             return {"ok": True, "result": {}}
+        if op == "stage":
+            from .stage import stage
+
+            return {"ok": True, "result": stage(req)}
         return {"ok": False, "error": {"kind": "bad_input", "message": f"unknown op {repr(op)[:80]}"}}
     except (BadInput, RequestError) as e:
         return {"ok": False, "error": {"kind": "bad_input", "message": str(e)}}

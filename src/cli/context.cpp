@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "problems/kernelbench.hpp"
+#include "remote/ssh_worker.hpp"
 #include "util/paths.hpp"
 #include "util/strings.hpp"
 
@@ -101,6 +102,13 @@ void add_python_option(CLI::App* cmd, std::string& python) {
   cmd->add_option("--python", python, "Python interpreter with torch for the evaluation worker");
 }
 
+void add_eval_host_option(CLI::App* cmd, std::string& eval_host) {
+  cmd->add_option("--eval-host", eval_host,
+                  "Evaluate on this host over ssh: ssh://[user@]host[:port] (default: the config's "
+                  "eval_host, else this machine; docs/remote.md)")
+      ->type_name("URL");
+}
+
 void add_backend_option(CLI::App* cmd, std::string& backend, const std::string& help) {
   cmd->add_option("--backend", backend, help)->check(CLI::IsMember({"cpu", "cuda", "triton"}));
 }
@@ -120,10 +128,10 @@ void add_timing_mode_options(CLI::App* cmd, std::string& cuda_graph, std::string
 
 util::Result<Engine> start_engine(const GlobalOptions& g, const config::Config& cfg,
                                   const std::string& python_flag, const std::string& requested,
-                                  const std::string& gpu_default) {
+                                  const std::string& gpu_default, const std::string& eval_host) {
   auto st = open_store(g, cfg);
   if (!st) return std::unexpected(st.error());
-  auto worker = start_worker(cfg, python_flag);
+  auto worker = start_worker(cfg, python_flag, {}, eval_host);
   if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, requested, gpu_default);
   if (!backend) return std::unexpected(backend.error());
@@ -145,7 +153,23 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
 
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
                                         const std::map<std::string, std::string>& env,
+                                        const std::string& eval_host,
                                         const std::atomic<bool>* cancel) {
+  const std::string host = !eval_host.empty() ? eval_host : cfg.eval_host.value_or("");
+  if (!host.empty()) {
+    auto parsed = remote::parse_eval_host(host);
+    if (!parsed) return std::unexpected(parsed.error());
+    remote::SshWorkerOptions so;
+    so.host = *parsed;
+    if (!python_flag.empty()) so.python = python_flag;
+    so.resource_root = util::resource_root();
+    so.env_set = env;
+    // A sweep slot's GPU (--gpus) chooses the host's GPU, as it chooses a local one.
+    if (auto gpus = util::getenv_str("CUDA_VISIBLE_DEVICES");
+        gpus && !env.contains("CUDA_VISIBLE_DEVICES"))
+      so.env_set["CUDA_VISIBLE_DEVICES"] = *gpus;
+    return remote::start_ssh_worker(so);
+  }
   std::optional<std::string> configured;
   if (!python_flag.empty())
     configured = python_flag;

@@ -45,6 +45,10 @@ util::Result<void> check_limits(const eval::Limits& limits);
 // Declares --python: the interpreter with torch that runs the evaluation worker(s).
 void add_python_option(CLI::App* cmd, std::string& python);
 
+// Declares --eval-host ssh://[user@]host[:port]: run the evaluation worker(s) there over ssh
+// (docs/remote.md); with it --python names the host's interpreter.
+void add_eval_host_option(CLI::App* cmd, std::string& eval_host);
+
 // Declares --backend (cpu, cuda or triton) into `backend`; `help` says what its default is.
 void add_backend_option(CLI::App* cmd, std::string& backend, const std::string& help);
 
@@ -60,9 +64,11 @@ struct Engine {
 };
 // Opens the store, starts the worker (`python_flag`) and chooses the backend (`requested`, else
 // `gpu_default` with a GPU and cpu without), failing on the first that cannot be had.
+// `eval_host`: as for start_worker.
 util::Result<Engine> start_engine(const GlobalOptions& g, const config::Config& cfg,
                                   const std::string& python_flag, const std::string& requested,
-                                  const std::string& gpu_default);
+                                  const std::string& gpu_default,
+                                  const std::string& eval_host = "");
 
 // The KernelBench folder: --kernelbench-dir (`flag`), else $OPENKERNEL_KERNELBENCH_DIR, else the
 // config's kernelbench_dir.
@@ -70,10 +76,13 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
                                                     const config::Config& cfg);
 util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg);
 util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets);
-// `env`: added to the worker's environment (the build worker's). `cancel`: stops a worker that is
-// still starting (kCancelled; eval::WorkerOptions::cancel).
+// `env`: added to the worker's environment (the build worker's). `eval_host` (--eval-host, else
+// the config's eval_host): the worker runs on that host over ssh, `python_flag` (default python3)
+// being the host's interpreter; OPENKERNEL_PYTHON and the config's python name local ones.
+// `cancel`: stops a worker that is still starting (kCancelled; eval::WorkerOptions::cancel).
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
                                         const std::map<std::string, std::string>& env = {},
+                                        const std::string& eval_host = "",
                                         const std::atomic<bool>* cancel = nullptr);
 // The store's path: --db, else $OPENKERNEL_DB, else the config's db, else the default.
 std::filesystem::path store_path(const GlobalOptions& g, const config::Config& cfg);

@@ -34,7 +34,7 @@ int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   if (!cfg) return report_error(cfg.error());
   auto prob = prepare_evaluation(o, *cfg);
   if (!prob) return report_error(prob.error());
-  auto engine = start_engine(g, *cfg, o.python, o.backend, "cuda");
+  auto engine = start_engine(g, *cfg, o.python, o.backend, "cuda", o.eval_host);
   if (!engine) return report_error(engine.error());
   warn_no_sandbox(o);
   auto result = evaluate_recorded(*engine, o, *prob);
@@ -85,6 +85,15 @@ util::Result<json> evaluate_recorded(Engine& engine, const EvaluateOptions& o,
   req.profile = o.profile;
   req.spare = control.spare;
   auto result = eval::evaluate(worker, req, control.cancel);
+  if (!result && result.error().kind == ErrorKind::kRemoteLost) {
+    // Never a verdict on the candidate: recorded as evaluator_error, flagged remote_lost.
+    auto ids = eval::record_lost_evaluation(st, {prob.name, prob.path, prob.level, prob.number},
+                                            o.candidate, req, result.error().message, std::nullopt);
+    if (!ids) return std::unexpected(ids.error());
+    return fail(ErrorKind::kRemoteLost,
+                fmt::format("{} (recorded as evaluation {}: evaluator_error, remote_lost)",
+                            result.error().message, ids->evaluation_id));
+  }
   if (!result) return result;
   (*result)["versions"] = worker.hello()["versions"];
   auto ids = eval::record_evaluation(st, {prob.name, prob.path, prob.level, prob.number},
@@ -117,6 +126,7 @@ void add_evaluate_command(CLI::App& app, GlobalOptions& g, Action& action) {
           std::vector<std::string>(std::begin(profile::kTiers), std::end(profile::kTiers))));
   cmd->add_flag("--json", o->json, "Print one JSON object");
   add_python_option(cmd, o->python);
+  add_eval_host_option(cmd, o->eval_host);
   cmd->add_option("--db", g.db, "Store database (default: the user's data directory)");
   cmd->callback([&g, &action, o] { action = [&g, o] { return run_evaluate(g, *o); }; });
 }

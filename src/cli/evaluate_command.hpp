@@ -27,6 +27,7 @@ struct EvaluateOptions {
   std::string profile = "basic";  // profiling tier: basic, proton, deep
   bool json = false;
   std::string python;
+  std::string eval_host;  // --eval-host (docs/remote.md)
 };
 
 // The problem, with the candidate's path and the limits checked (kUsage, kBadInput).

@@ -280,7 +280,7 @@ optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
                                     const FrontEnd& fe) {
   optimize::Dependencies deps;
   deps.worker = &worker;
-  deps.restart_worker = [&cfg, &o] { return start_worker(cfg, o.python); };
+  deps.restart_worker = [&cfg, &o] { return start_worker(cfg, o.python, {}, o.eval_host); };
   deps.store = &st;
   deps.generator = agents.generator();
   deps.critic = agents.critic();
@@ -292,7 +292,8 @@ optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
     deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
     deps.start_build_worker = [&cfg, &o] {
       return start_worker(cfg, o.python,
-                          {{"CUDA_VISIBLE_DEVICES", ""}, {"OPENKERNEL_WORKER_PRIORITY", "idle"}});
+                          {{"CUDA_VISIBLE_DEVICES", ""}, {"OPENKERNEL_WORKER_PRIORITY", "idle"}},
+                          o.eval_host);
     };
   }
   return deps;
@@ -316,7 +317,8 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
   // From here Ctrl-C stops the session: a worker still starting is stopped with it (not left to
   // finish its start-up after this process ended).
   if (fe.handle_interrupt) util::install_interrupt_handler();
-  auto worker = start_worker(*cfg, o.python, {}, fe.cancel ? fe.cancel : &util::cancel_flag());
+  auto worker =
+      start_worker(*cfg, o.python, {}, o.eval_host, fe.cancel ? fe.cancel : &util::cancel_flag());
   if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, o.resume.empty() ? o.backend : opts.backend, "triton");
   if (!backend) return std::unexpected(backend.error());
@@ -424,6 +426,7 @@ void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {
                 "Use no skills of the library and teach it nothing (ablations; docs/skills.md)");
   cmd->add_flag("--json", o.json, "Print one JSON object (the report) as the last line");
   add_python_option(cmd, o.python);
+  add_eval_host_option(cmd, o.eval_host);
   cmd->add_option("--seed", o.seed, "Seed of the builtin generator (default: random)");
   add_limit_options(cmd, o.limits);
   cmd->add_option("--db", g.db, "Store database");

@@ -38,6 +38,7 @@ struct OptimizeOptions {
   std::string session_id;
   bool json = false;
   std::string python;
+  std::string eval_host;  // --eval-host (docs/remote.md)
   long long seed = -1;
   eval::Limits limits;
   std::string search = "engine";

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "problems/kernelbench.hpp"
+#include "remote/host.hpp"
 #include "score/report.hpp"
 #include "sweep/baseline.hpp"
 #include "sweep/sweep.hpp"
@@ -89,7 +90,7 @@ std::string safe_name(std::string s) {
 util::Result<std::string> sweep_backend(const SweepCliOptions& c, const config::Config& cfg) {
   if (c.executor == "slurm") return c.backend.empty() ? std::string("triton") : c.backend;
   if (c.backend == "cpu") return c.backend;
-  auto worker = start_worker(cfg, c.python);
+  auto worker = start_worker(cfg, c.python, {}, c.eval_hosts.empty() ? "" : c.eval_hosts.front());
   if (!worker) return std::unexpected(worker.error());
   return choose_backend(*worker, c.backend, "triton");
 }
@@ -126,8 +127,15 @@ util::Result<sweep::Options> sweep_options(const SweepCliOptions& c, const confi
     return util::fail(ErrorKind::kUsage,
                       "--gpus and --jobs are for --executor local; SLURM places each task "
                       "(pass --slurm-arg for partitions, GPUs and limits)");
+  if (!c.eval_hosts.empty() && (c.executor == "slurm" || c.jobs > 0))
+    return util::fail(ErrorKind::kUsage,
+                      "--eval-host is for --executor local, one slot per host entry (or per "
+                      "--gpus entry on each host); not with --jobs or --executor slurm");
+  for (const auto& host : c.eval_hosts)
+    if (auto h = remote::parse_eval_host(host); !h) return std::unexpected(h.error());
   sweep::Options o;
   o.level = c.level;
+  o.eval_hosts = c.eval_hosts;
   if (!c.problems.empty()) {
     auto sel = sweep::parse_selection(c.problems);
     if (!sel) return std::unexpected(sel.error());
@@ -177,6 +185,7 @@ struct BaselineCliOptions {
   std::string kernelbench_dir;
   std::string backend;
   std::string python;
+  std::string eval_host;
   double timing_budget = eval::Limits{}.timing_budget_s;
   int threads = 0;
   std::string cuda_graph = "auto";
@@ -213,7 +222,7 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
   if (!dir) return report_error(dir.error());
   auto chosen = problems::select_problems(*dir, c.level, selection);
   if (!chosen) return report_error(chosen.error());
-  auto engine = start_engine(g, *cfg, c.python, c.backend, "triton");
+  auto engine = start_engine(g, *cfg, c.python, c.backend, "triton", c.eval_host);
   if (!engine) return report_error(engine.error());
   auto& [st, worker, backend] = *engine;
 
@@ -232,8 +241,8 @@ int run_baseline(const GlobalOptions& g, const BaselineCliOptions& c) {
   o.rested = c.rested;
   o.compile = !c.no_compile;
   auto out = sweep::run_baseline(
-      *chosen, o, worker, [&] { return start_worker(*cfg, c.python); }, st, &util::cancel_flag(),
-      c.json ? sweep::BaselineObserver() : print_baseline_row);
+      *chosen, o, worker, [&] { return start_worker(*cfg, c.python, {}, c.eval_host); }, st,
+      &util::cancel_flag(), c.json ? sweep::BaselineObserver() : print_baseline_row);
   if (!out) return report_error(out.error());
   if (c.json)
     fmt::print("{}\n", json{{"level", c.level},
@@ -331,6 +340,10 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
                   "Extra sbatch argument, e.g. --slurm-arg=--partition=gpu (repeatable)")
       ->allow_extra_args(false);
   add_python_option(cmd, o->python);
+  cmd->add_option("--eval-host", o->eval_hosts,
+                  "Run the problems' evaluations on this host over ssh, ssh://[user@]host[:port]; "
+                  "repeat to spread the problems over hosts, one slot per entry (docs/remote.md)")
+      ->type_name("URL");
   cmd->add_option("--seed", o->seed, "Seed; each problem's is derived from it (default 1)");
   add_limit_options(cmd, o->limits);
   cmd->add_flag("--json", o->json, "Print one JSON summary (with the score) as the last line");
@@ -344,6 +357,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   add_backend_option(base, b->backend,
                      "The device to time on: triton/cuda (GPU) or cpu (default: GPU if present)");
   add_python_option(base, b->python);
+  add_eval_host_option(base, b->eval_host);
   base->add_option("--timing-budget", b->timing_budget,
                    "Seconds of timing per measurement (default 4)");
   base->add_option("--threads", b->threads, "CPU threads (default: cores, at most 8, on the CPU)");

@@ -27,6 +27,7 @@ struct SweepCliOptions {
   std::string gpus;
   int jobs = 0;
   std::vector<std::string> slurm_args;
+  std::vector<std::string> eval_hosts;  // --eval-host, repeatable (docs/remote.md)
   std::string python;
   long long seed = 1;
   eval::Limits limits;

@@ -43,6 +43,7 @@ util::Result<Config> load(const fs::path& path) {
   c.python = get(t, "python");
   c.kernelbench_dir = get(t, "kernelbench_dir");
   c.db = get(t, "db");
+  c.eval_host = get(t, "eval_host");
   return c;
 }
 
@@ -71,6 +72,7 @@ util::Result<void> save(const fs::path& path, const Config& updates) {
   put("python", updates.python);
   put("kernelbench_dir", updates.kernelbench_dir);
   put("db", updates.db);
+  put("eval_host", updates.eval_host);
   fs::create_directories(path.parent_path(), ec);
   // Create with 0600 before writing any secret into it.
   fs::path tmp = path;

@@ -1,7 +1,7 @@
 // User configuration: ~/.config/openkernel/config.toml (or $XDG_CONFIG_HOME/openkernel).
 //
-// Keys (all optional): model, api_key, base_url, python, kernelbench_dir, db. The file is written
-// with mode 0600 because it may hold an API key. Unknown keys are kept on save.
+// Keys (all optional): model, api_key, base_url, python, kernelbench_dir, db, eval_host. The file
+// is written with mode 0600 because it may hold an API key. Unknown keys are kept on save.
 #pragma once
 
 #include <filesystem>
@@ -19,6 +19,7 @@ struct Config {
   std::optional<std::string> python;
   std::optional<std::string> kernelbench_dir;
   std::optional<std::string> db;
+  std::optional<std::string> eval_host;  // ssh://[user@]host[:port] (docs/remote.md)
 };
 
 std::filesystem::path default_path();  // $OPENKERNEL_CONFIG, else config_dir()/config.toml

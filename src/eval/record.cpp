@@ -2,6 +2,10 @@
 
 #include <filesystem>
 
+#include "hub/oid.hpp"
+#include "util/paths.hpp"
+#include "util/strings.hpp"
+
 namespace ok::eval {
 
 using nlohmann::json;
@@ -52,6 +56,35 @@ util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdent
   if (!eid) return std::unexpected(eid.error());
   ids.evaluation_id = *eid;
   return ids;
+}
+
+// A source as the worker reports it: its text (empty when not UTF-8) and the SHA-256 of the text
+// without a leading byte-order mark.
+static nlohmann::json source_entry(const std::string& path) {
+  std::string text = util::read_file(path).value_or("");
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  return {{"path", path},
+          {"source", util::is_utf8(text) ? text : ""},
+          {"source_hash", hub::sha256_hex(text)}};
+}
+
+util::Result<RecordedIds> record_lost_evaluation(store::Store& st, const ProblemIdentity& problem,
+                                                 const std::string& candidate_path,
+                                                 const EvalRequest& request,
+                                                 const std::string& message,
+                                                 const std::optional<std::string>& session) {
+  json result = {{"verdict", "evaluator_error"},
+                 {"compiled", false},
+                 {"correct", false},
+                 {"valid", false},
+                 {"backend", request.backend},
+                 {"device", request.device.value_or("")},
+                 {"flags", json::array({"remote_lost"})},
+                 {"reasons", json::array({message})},
+                 {"problem", source_entry(request.reference)},
+                 {"candidate", source_entry(request.candidate)}};
+  result["problem"]["overrides"] = request.overrides;
+  return record_evaluation(st, problem, candidate_path, result, session);
 }
 
 }  // namespace ok::eval

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "eval/evaluator.hpp"
 #include "store/store.hpp"
 
 namespace ok::eval {
@@ -25,5 +26,14 @@ util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdent
                                             const std::string& candidate_path,
                                             const nlohmann::json& result,
                                             const std::optional<std::string>& session);
+
+// An evaluation whose remote worker was lost (util::ErrorKind::kRemoteLost): recorded with verdict
+// `evaluator_error`, flag `remote_lost` and `message` as its reason, the sources read here and
+// hashed as the worker hashes them. Never a verdict on the candidate.
+util::Result<RecordedIds> record_lost_evaluation(store::Store& st, const ProblemIdentity& problem,
+                                                 const std::string& candidate_path,
+                                                 const EvalRequest& request,
+                                                 const std::string& message,
+                                                 const std::optional<std::string>& session);
 
 }  // namespace ok::eval

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <signal.h>
 
+#include <cmath>
+
 #include "util/paths.hpp"
 #include "util/secrets.hpp"
 #include "util/strings.hpp"
@@ -54,38 +56,47 @@ util::Result<Worker> Worker::start(const WorkerOptions& opts) {
 }
 
 static util::Result<Worker> start_one(const std::string& python, const WorkerOptions& opts) {
-  util::SpawnOptions so;
-  so.argv = {python, "-u", "-m", "openkernel_worker"};
+  Launch launch;
+  launch.argv = {python, "-u", "-m", "openkernel_worker"};
+  launch.label = python + " -m openkernel_worker";
   std::string pypath = (opts.resource_root / "python").string();
   if (auto existing = util::getenv_str("PYTHONPATH")) pypath += ":" + *existing;
-  so.env_set["PYTHONPATH"] = pypath;
-  so.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
-  for (const auto& [k, v] : opts.env_set) so.env_set[k] = v;
+  launch.env_set["PYTHONPATH"] = pypath;
+  launch.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  for (const auto& [k, v] : opts.env_set) launch.env_set[k] = v;
+  return Worker::connect(launch, opts.start_timeout, opts.cancel);
+}
+
+util::Result<Worker> Worker::connect(const Launch& launch, std::chrono::seconds start_timeout,
+                                     const std::atomic<bool>* cancel) {
+  util::SpawnOptions so;
+  so.argv = launch.argv;
+  so.env_set = launch.env_set;
   // The worker needs no credential, and a candidate may see the worker's environment when a GPU
   // sandbox shares the PID namespace: API keys and tokens stay in the engine.
   so.env_unset = util::secret_env_names();
+  so.env_unset.insert(so.env_unset.end(), launch.env_unset.begin(), launch.env_unset.end());
   auto proc = util::Subprocess::spawn(so);
   if (!proc) return std::unexpected(proc.error());
   // The hello, read in short slices so that a cancellation is noticed within a quarter of a second
   // (returning stops the worker: the Subprocess kills its process group).
-  const auto deadline = std::chrono::steady_clock::now() + opts.start_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + start_timeout;
   util::Result<std::string> line;
   while (true) {
     const auto until =
-        opts.cancel
+        cancel
             ? std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250))
             : deadline;
     line = proc->read_line(until);
-    if (opts.cancel && opts.cancel->load())
+    if (cancel && cancel->load())
       return fail(ErrorKind::kCancelled, "interrupted while the evaluation worker started");
     if (line || line.error().kind != ErrorKind::kTimeout || until >= deadline) break;
   }
   if (!line) {
     std::string err = proc->take_stderr(4000);
-    return fail(
-        ErrorKind::kEnvironment,
-        fmt::format("the evaluation worker ({} -m openkernel_worker) did not start: {}{}", python,
-                    line.error().message, err.empty() ? "" : "; it printed: " + err));
+    return fail(ErrorKind::kEnvironment,
+                fmt::format("the evaluation worker ({}) did not start: {}{}", launch.label,
+                            line.error().message, err.empty() ? "" : "; it printed: " + err));
   }
   json hello = json::parse(*line, nullptr, false);
   if (hello.is_discarded() || hello.value("type", "") != "hello")
@@ -101,11 +112,56 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
 
 util::Result<json> Worker::call(json request, std::chrono::seconds timeout,
                                 const std::atomic<bool>* cancel) {
+  if (!transport_) return call_direct(std::move(request), timeout, cancel);
+  auto r = call_remote(request, timeout, cancel);
+  if (r || !lost_) return r;
+  // The channel closed with the request in flight: once more on a fresh worker, then the loss
+  // is reported as such (never as a verdict on what was being evaluated).
+  std::string first = r.error().message;
+  auto fresh = transport_->reconnect();
+  if (!fresh)
+    return fail(ErrorKind::kRemoteLost,
+                fmt::format("lost the evaluation worker on {} ({}), and a fresh one could not be "
+                            "started: {}",
+                            transport_->describe(), first, fresh.error().message));
+  fresh->transport_ = std::move(transport_);
+  *this = std::move(*fresh);
+  r = call_remote(std::move(request), timeout, cancel);
+  if (r || !lost_) return r;
+  return fail(ErrorKind::kRemoteLost,
+              fmt::format("lost the evaluation worker on {} twice (the request was retried once "
+                          "on a fresh worker): {}; then: {}",
+                          transport_->describe(), first, r.error().message));
+}
+
+util::Result<json> Worker::call_remote(json request, std::chrono::seconds timeout,
+                                       const std::atomic<bool>* cancel) {
+  auto start = std::chrono::steady_clock::now();
+  auto ready = transport_->outgoing(*this, std::move(request));
+  if (!ready) return ready;
+  auto sent = std::chrono::steady_clock::now();
+  auto r = call_direct(std::move(*ready), timeout, cancel);
+  if (!r) return r;
+  transport_->incoming(*r);
+  auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  if (r->is_object() && r->contains("worker_wall_s") && (*r)["worker_wall_s"].is_number()) {
+    double round_trip = seconds(std::chrono::steady_clock::now() - sent);
+    double transfer =
+        seconds(sent - start) + std::max(0.0, round_trip - (*r)["worker_wall_s"].get<double>());
+    if (!(*r)["phases_s"].is_object()) (*r)["phases_s"] = json::object();
+    (*r)["phases_s"]["transfer"] = std::round(transfer * 1e4) / 1e4;
+  }
+  return r;
+}
+
+util::Result<json> Worker::call_direct(json request, std::chrono::seconds timeout,
+                                       const std::atomic<bool>* cancel) {
   if (!alive_) return fail(ErrorKind::kInternal, "the evaluation worker is not running");
   int id = next_id_++;
   request["id"] = id;
   if (auto w = proc_.write_all(request.dump() + "\n"); !w) {
     alive_ = false;
+    lost_ = true;
     return fail(ErrorKind::kInternal, "the evaluation worker died: " + proc_.take_stderr(4000));
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -125,6 +181,7 @@ util::Result<json> Worker::call(json request, std::chrono::seconds timeout,
     }
     if (!line) {
       alive_ = false;
+      lost_ = line.error().kind != ErrorKind::kTimeout;
       std::string err = proc_.take_stderr(4000);
       proc_.kill_group(SIGKILL);
       auto status = proc_.wait();

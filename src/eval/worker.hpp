@@ -4,12 +4,17 @@
 //
 // Worker owns its subprocess; destroying it shuts the worker down. Not thread-safe: one request
 // at a time per Worker (one worker per device).
+//
+// Where the worker runs is the Launch's business: locally `PYTHON -m openkernel_worker`, or on
+// another host through a Transport (src/remote: `ssh HOST -- ... -m openkernel_worker`) that also
+// carries the engine's files to it and reconnects once when the channel drops (docs/remote.md).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,16 +44,52 @@ struct WorkerOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// A worker's process: argv and environment changes; `label` names it in messages.
+struct Launch {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env_set;
+  std::vector<std::string> env_unset;
+  std::string label;
+};
+
+class Worker;
+
+// A worker that runs elsewhere (src/remote). `outgoing` turns a request into what the far side
+// can serve (engine paths to copies sent over the channel, through `direct`); `incoming` turns
+// the reply back (those copies' paths to the engine's). `reconnect` starts a fresh worker by the
+// same way; `describe` names the place ("ssh://gpu1:22") in messages. Owned by its Worker.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string describe() const = 0;
+  virtual util::Result<nlohmann::json> outgoing(Worker& direct, nlohmann::json request) = 0;
+  virtual void incoming(nlohmann::json& reply) = 0;
+  virtual util::Result<Worker> reconnect() = 0;
+};
+
 class Worker {
  public:
   static util::Result<Worker> start(const WorkerOptions& opts);
+  // Starts `launch` and checks its greeting: kEnvironment when it did not start or has no torch,
+  // kInternal for a malformed greeting or another protocol version.
+  static util::Result<Worker> connect(const Launch& launch, std::chrono::seconds start_timeout,
+                                      const std::atomic<bool>* cancel = nullptr);
+  // Requests go through `transport` from now on (a remote worker).
+  void attach(std::unique_ptr<Transport> transport) { transport_ = std::move(transport); }
 
   // Sends one request (an "id" is added) and waits for its reply. A worker-reported error becomes
   // an Error of the matching kind; a dead or hung worker is kInternal and the worker is stopped.
   // When `cancel` becomes true while waiting, the worker is stopped (its evaluation in flight is
-  // lost) and the call returns kCancelled.
+  // lost) and the call returns kCancelled. Through a Transport: the request is sent once more on
+  // a fresh worker when the channel closes; a second loss is kRemoteLost. A reply that states the
+  // worker's own `worker_wall_s` then gains `phases_s.transfer`: the rest of the round trip plus
+  // the staging of files.
   util::Result<nlohmann::json> call(nlohmann::json request, std::chrono::seconds timeout,
                                     const std::atomic<bool>* cancel = nullptr);
+  // One request on this channel as it is: no transport, no retry (the transport's staging).
+  util::Result<nlohmann::json> call_direct(nlohmann::json request, std::chrono::seconds timeout,
+                                           const std::atomic<bool>* cancel = nullptr);
+  const Transport* transport() const { return transport_.get(); }
 
   const nlohmann::json& hello() const { return hello_; }
   static Worker adopt(util::Subprocess p, nlohmann::json hello) {
@@ -59,10 +100,14 @@ class Worker {
  private:
   Worker(util::Subprocess p, nlohmann::json hello)
       : proc_(std::move(p)), hello_(std::move(hello)) {}
+  util::Result<nlohmann::json> call_remote(nlohmann::json request, std::chrono::seconds timeout,
+                                           const std::atomic<bool>* cancel);
   util::Subprocess proc_;
   nlohmann::json hello_;
+  std::unique_ptr<Transport> transport_;
   int next_id_ = 1;
   bool alive_ = true;
+  bool lost_ = false;  // the channel closed under a request (not a timeout)
 };
 
 }  // namespace ok::eval

@@ -372,6 +372,20 @@ util::Result<void> Loop::take_evaluator_error(Flight& f, const util::Error& erro
   }
   a.verdict = "evaluator_error";
   a.error = error.message;
+  if (error.kind == ErrorKind::kRemoteLost) {
+    // The remote host was lost twice: an evaluation row flagged remote_lost (docs/remote.md).
+    eval::EvalRequest req;
+    req.reference = options_.reference;
+    req.candidate = a.path;
+    req.backend = options_.backend;
+    req.overrides = options_.overrides;
+    auto ids = eval::record_lost_evaluation(
+        *deps_.store, {problem_.name, options_.reference, options_.level, options_.number}, a.path,
+        req, error.message, session_id_);
+    if (!ids) return std::unexpected(ids.error());
+    a.evaluation_id = ids->evaluation_id;
+    f.candidate_id = ids->candidate_id;
+  }
   if (!deps_.restart_worker) {
     f.stop = "error";
     return record_attempt(f);

@@ -40,7 +40,13 @@ std::string why_unfinished(const Task& t, const util::ExitStatus& status) {
 class LocalExecutor final : public Executor {
  public:
   explicit LocalExecutor(const Options& o) : o_(o) {
-    for (const auto& g : o.gpus) slots_.push_back(Slot{g, std::nullopt, nullptr, {}});
+    std::vector<std::string> hosts = o.eval_hosts;
+    if (hosts.empty()) hosts.push_back("");
+    for (const auto& host : hosts) {
+      for (const auto& g : o.gpus) slots_.push_back(Slot{g, host, std::nullopt, nullptr, {}});
+      if (o.gpus.empty() && !host.empty())
+        slots_.push_back(Slot{"", host, std::nullopt, nullptr, {}});
+    }
     if (slots_.empty())
       for (int i = 0; i < std::max(1, o.jobs); ++i) slots_.push_back(Slot{});
   }
@@ -60,6 +66,7 @@ class LocalExecutor final : public Executor {
     Slot* s = &slots_.at(free_slot());
     util::SpawnOptions so;
     so.argv = argv;
+    if (!s->host.empty()) so.argv.insert(so.argv.end(), {"--eval-host", s->host});
     // Children hold the sweep's lock too: after kill -9 of the sweep, a re-run waits (is
     // refused) until they have stopped, instead of resuming a session they still write.
     so.inherit_fds = {lock_fd_};
@@ -75,7 +82,7 @@ class LocalExecutor final : public Executor {
     s->child = std::move(*child);
     s->task = &t;
     s->started = Clock::now();
-    return Started{s->gpu, true};
+    return Started{s->label(), true};
   }
 
   util::Result<std::optional<Finished>> wait(const Notify&) override {
@@ -83,7 +90,7 @@ class LocalExecutor final : public Executor {
       if (!s.child) continue;
       auto status = s.child->try_wait();
       if (!status) continue;
-      Finished f{s.task, s.gpu, interrupted_exit(*status), why_unfinished(*s.task, *status),
+      Finished f{s.task, s.label(), interrupted_exit(*status), why_unfinished(*s.task, *status),
                  std::chrono::duration<double>(Clock::now() - s.started).count()};
       s.child.reset();
       s.task = nullptr;
@@ -103,10 +110,12 @@ class LocalExecutor final : public Executor {
 
  private:
   struct Slot {
-    std::string gpu;  // empty: the environment as inherited
+    std::string gpu;   // empty: the environment as inherited
+    std::string host;  // --eval-host of its runs; empty: this machine
     std::optional<util::Subprocess> child;
     Task* task = nullptr;
     Clock::time_point started;
+    std::string label() const { return host.empty() ? gpu : host + (gpu.empty() ? "" : "#" + gpu); }
   };
 
   // The first slot without a child; slots_.size() when all are busy.

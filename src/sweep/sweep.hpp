@@ -54,6 +54,9 @@ struct Options {
   std::string python;
   uint64_t seed = 1;
   eval::Limits limits;
+  // Local executor: its slots on each of these hosts (--eval-host, passed to their optimize runs;
+  // docs/remote.md): hosts x gpus, or one slot per entry without gpus (a host may repeat).
+  std::vector<std::string> eval_hosts;
 };
 
 // The work folder of a results file: results/X.tsv -> results/X.

@@ -24,6 +24,7 @@ enum class ErrorKind {
   kProtocol,     // a malformed or truncated reply from a remote API
   kCancelled,    // the user interrupted (Ctrl-C)
   kBudget,       // the spending limit (--budget-usd) is reached
+  kRemoteLost,   // the channel to a remote evaluation worker closed, again after one retry
 };
 
 struct Error {
@@ -38,13 +39,16 @@ inline std::unexpected<Error> fail(ErrorKind kind, std::string message) {
   return std::unexpected<Error>(Error{kind, std::move(message)});
 }
 
-// Documented exit codes: 0 success/verdict reached, 1 internal error, 2 bad usage or bad input.
+// Documented exit codes: 0 success/verdict reached, 1 internal error, 2 bad usage or bad input,
+// 3 the remote evaluation host was lost (docs/remote.md).
 inline int exit_code(const Error& e) {
   switch (e.kind) {
     case ErrorKind::kUsage:
     case ErrorKind::kBadInput:
     case ErrorKind::kEnvironment:
       return 2;
+    case ErrorKind::kRemoteLost:
+      return 3;
     default:
       return 1;
   }

@@ -1,0 +1,74 @@
+#include "remote/host.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace ok::remote {
+
+using util::ErrorKind;
+using util::fail;
+
+std::string EvalHost::url() const {
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return fmt::format("ssh://{}{}{}", user.empty() ? "" : user + "@", h,
+                     port ? fmt::format(":{}", *port) : "");
+}
+
+static bool name_chars(std::string_view s, std::string_view extra) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
+  });
+}
+
+util::Result<EvalHost> parse_eval_host(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return fail(
+        ErrorKind::kUsage,
+        fmt::format("the evaluation host '{}' (--eval-host, or eval_host in the config file): {} "
+                    "(expected ssh://[user@]host[:port])",
+                    text, why));
+  };
+  if (text == "slurm" || text.starts_with("slurm:"))
+    return bad("SLURM allocations are not supported yet; use an ssh:// host");
+  constexpr std::string_view scheme = "ssh://";
+  if (!text.starts_with(scheme)) return bad("only ssh:// hosts are supported");
+  std::string_view rest = text.substr(scheme.size());
+  if (rest.find_first_of("/?#") != std::string_view::npos)
+    return bad("a host takes no path or query");
+  EvalHost h;
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    h.user = std::string(rest.substr(0, at));
+    rest = rest.substr(at + 1);
+    if (!name_chars(h.user, "._-") || h.user.front() == '-') return bad("malformed user name");
+  }
+  std::string_view port;
+  if (rest.starts_with("[")) {
+    auto close = rest.find(']');
+    if (close == std::string_view::npos) return bad("unclosed [ in an IPv6 address");
+    h.host = std::string(rest.substr(1, close - 1));
+    if (!name_chars(h.host, ":.")) return bad("malformed IPv6 address");
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && !rest.starts_with(":")) return bad("text after the IPv6 address");
+    if (!rest.empty()) port = rest.substr(1);
+  } else {
+    auto colon = rest.find(':');
+    h.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+    if (h.host.starts_with("-")) return bad("a host name cannot start with '-'");
+    if (!name_chars(h.host, ".-_")) return bad(h.host.empty() ? "no host" : "malformed host name");
+  }
+  if (!port.empty() || (rest.ends_with(":") && !rest.starts_with("["))) {
+    int p = 0;
+    bool digits =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) p = std::stoi(std::string(port));
+    if (!digits || p < 1 || p > 65535) return bad("the port must be a number from 1 to 65535");
+    h.port = p;
+  }
+  return h;
+}
+
+}  // namespace ok::remote
