@@ -54,6 +54,10 @@ struct Options {
   std::string python;
   uint64_t seed = 1;
   eval::Limits limits;
+  // For new sessions only (a resumed one keeps its own): false gives --no-skills; above 0,
+  // --prompt-budget-tokens.
+  bool skills = true;
+  int prompt_budget_tokens = 0;
 };
 
 // The work folder of a results file: results/X.tsv -> results/X.

@@ -222,6 +222,38 @@ TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   EXPECT_EQ(std::find(resumed.begin(), resumed.end(), "--problem"), resumed.end());
 }
 
+// --no-skills and --prompt-budget-tokens reach every new session (both executors run this command
+// line), and only when asked; a resumed session keeps its own settings.
+TEST(SweepCommand, SkillsAndPromptBudgetFlagsReachNewSessionsOnly) {
+  ok::sweep::Options o;
+  o.binary = "/bin/openkernel";
+  o.backend = "cpu";
+  o.model = "builtin";
+  ok::sweep::Task t;
+  t.level = 1;
+  t.number = 2;
+  t.name = "RowSum";
+  t.dir = "/r/x/L1_002_RowSum";
+  t.session = "w-2";
+  auto count = [](const std::vector<std::string>& a, const std::string& flag) {
+    return std::count(a.begin(), a.end(), flag);
+  };
+  auto plain = ok::sweep::task_command(o, t, false, "/db");
+  EXPECT_EQ(count(plain, "--no-skills"), 0);
+  EXPECT_EQ(count(plain, "--prompt-budget-tokens"), 0);
+  o.skills = false;
+  o.prompt_budget_tokens = 4000;
+  auto fresh = ok::sweep::task_command(o, t, false, "/db");
+  EXPECT_EQ(count(fresh, "--no-skills"), 1);
+  auto it = std::find(fresh.begin(), fresh.end(), "--prompt-budget-tokens");
+  ASSERT_NE(it, fresh.end());
+  ASSERT_NE(it + 1, fresh.end());
+  EXPECT_EQ(*(it + 1), "4000");
+  auto resumed = ok::sweep::task_command(o, t, true, "/db");
+  EXPECT_EQ(count(resumed, "--no-skills"), 0);
+  EXPECT_EQ(count(resumed, "--prompt-budget-tokens"), 0);
+}
+
 TEST_F(SweepFiles, TwoFoldersForOneProblemGiveOneRowTheNewest) {
   auto old_dir = task(1, 19, "ReLU");
   auto new_dir = task(1, 19, "ReLU_renamed");
