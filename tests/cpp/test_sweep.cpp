@@ -1,3 +1,4 @@
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -188,6 +189,19 @@ TEST_F(SweepFiles, AnInterruptedReportIsNotDone) {
   EXPECT_TRUE(row->correct);
 }
 
+// A level-1 task whose folder is /r/x/L1_<number>_<name>, its session `session`.
+namespace {
+ok::sweep::Task level1_task(int number, const std::string& name, const std::string& session) {
+  ok::sweep::Task t;
+  t.level = 1;
+  t.number = number;
+  t.name = name;
+  t.dir = fmt::format("/r/x/L1_{:03}_{}", number, name);
+  t.session = session;
+  return t;
+}
+}  // namespace
+
 TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   ok::sweep::Options o;
   o.binary = "/bin/openkernel";
@@ -196,12 +210,7 @@ TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   o.model = "builtin";
   o.iterations = 3;
   o.seed = 7;
-  ok::sweep::Task t;
-  t.level = 1;
-  t.number = 19;
-  t.name = "ReLU";
-  t.dir = "/r/x/L1_019_ReLU";
-  t.session = "w-1";
+  const ok::sweep::Task t = level1_task(19, "ReLU", "w-1");
   auto fresh = ok::sweep::task_command(o, t, false, "/db");
   auto has = [](const std::vector<std::string>& a, const std::string& flag,
                 const std::string& value) {
@@ -229,12 +238,7 @@ TEST(SweepCommand, SkillsAndPromptBudgetFlagsReachNewSessionsOnly) {
   o.binary = "/bin/openkernel";
   o.backend = "cpu";
   o.model = "builtin";
-  ok::sweep::Task t;
-  t.level = 1;
-  t.number = 2;
-  t.name = "RowSum";
-  t.dir = "/r/x/L1_002_RowSum";
-  t.session = "w-2";
+  const ok::sweep::Task t = level1_task(2, "RowSum", "w-2");
   auto count = [](const std::vector<std::string>& a, const std::string& flag) {
     return std::count(a.begin(), a.end(), flag);
   };
