@@ -54,7 +54,8 @@ def sweep(level: int, problems: Union[str, Iterable[int], None] = None, *,
     skipped, ran, failed, interrupted, wall_s, score). ``on_event(dict)`` gets the progress
     (kind planned, started, finished, failed, warning, stopped; task, row, done, total, ...).
     Other options, as the CLI's flags: kernelbench_dir, mode, budget_usd, jobs, slurm_args,
-    python, seed, trials, timeout, timing_budget, threads, no_sandbox, base_url, db."""
+    python, seed, trials, timeout, timing_budget, threads, no_sandbox, base_url,
+    prompt_budget_tokens, no_skills, db."""
     if problems is not None and not isinstance(problems, str):
         problems = ",".join(str(int(p)) for p in problems)
     args = _present({

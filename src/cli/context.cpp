@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "optimize/prompt_budget.hpp"
 #include "problems/kernelbench.hpp"
 #include "remote/ssh_worker.hpp"
 #include "util/paths.hpp"
@@ -142,6 +143,14 @@ util::Result<void> check_limits(const eval::Limits& limits) {
   if (limits.trials < 1) return util::fail(util::ErrorKind::kUsage, "--trials must be at least 1");
   if (!(limits.timeout_s > 0))
     return util::fail(util::ErrorKind::kUsage, "--timeout must be positive");
+  return {};
+}
+
+util::Result<void> check_prompt_budget_tokens(int tokens) {
+  if (tokens != 0 && tokens < optimize::kMinPromptBudgetTokens)
+    return util::fail(util::ErrorKind::kUsage,
+                      fmt::format("--prompt-budget-tokens must be at least {}",
+                                  optimize::kMinPromptBudgetTokens));
   return {};
 }
 

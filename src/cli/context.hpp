@@ -41,6 +41,9 @@ struct LimitFlags {
 void add_limit_options(CLI::App* cmd, eval::Limits& limits, LimitFlags which = {});
 // kUsage when a limit is out of range: --trials below 1, --timeout not above 0.
 util::Result<void> check_limits(const eval::Limits& limits);
+// kUsage when --prompt-budget-tokens (optimize and sweep) is set below
+// optimize::kMinPromptBudgetTokens; 0 stands for the default.
+util::Result<void> check_prompt_budget_tokens(int tokens);
 
 // Declares --python: the interpreter with torch that runs the evaluation worker(s).
 void add_python_option(CLI::App* cmd, std::string& python);

@@ -158,10 +158,7 @@ util::Result<void> check_flags(const OptimizeOptions& o) {
   if (!(o.stop_at_sol > 0)) return util::fail(ErrorKind::kUsage, "--stop-at-sol must be above 0");
   if (o.budget_wall_s < 0 || o.budget_device_s < 0)
     return util::fail(ErrorKind::kUsage, "--budget-wall-s and --budget-device-s must be positive");
-  if (o.prompt_budget_tokens != 0 && o.prompt_budget_tokens < optimize::kMinPromptBudgetTokens)
-    return util::fail(ErrorKind::kUsage, fmt::format("--prompt-budget-tokens must be at least {}",
-                                                     optimize::kMinPromptBudgetTokens));
-  return {};
+  return check_prompt_budget_tokens(o.prompt_budget_tokens);
 }
 
 // A new session's options from the flags, and its id in `session` (kUsage when --session names

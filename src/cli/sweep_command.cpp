@@ -119,6 +119,8 @@ int print_summary(const SweepDone& done, bool as_json) {
 util::Result<sweep::Options> sweep_options(const SweepCliOptions& c, const config::Config& cfg) {
   if (c.iterations < 0) return util::fail(ErrorKind::kUsage, "--iterations must be positive");
   if (auto r = check_limits(c.limits); !r) return std::unexpected(r.error());
+  if (auto r = check_prompt_budget_tokens(c.prompt_budget_tokens); !r)
+    return std::unexpected(r.error());
   if (c.jobs < 0) return util::fail(ErrorKind::kUsage, "--jobs must be positive");
   if (c.jobs > 0 && !c.gpus.empty())
     return util::fail(ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both");
@@ -164,6 +166,8 @@ util::Result<sweep::Options> sweep_options(const SweepCliOptions& c, const confi
   o.python = c.python;
   o.seed = static_cast<uint64_t>(c.seed);
   o.limits = c.limits;
+  o.skills = !c.no_skills;
+  o.prompt_budget_tokens = c.prompt_budget_tokens;
   o.output = std::filesystem::absolute(
       !c.output.empty() ? std::filesystem::path(c.output)
                         : std::filesystem::path("results") /
@@ -346,6 +350,12 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
       ->type_name("URL");
   cmd->add_option("--seed", o->seed, "Seed; each problem's is derived from it (default 1)");
   add_limit_options(cmd, o->limits);
+  cmd->add_option("--prompt-budget-tokens", o->prompt_budget_tokens,
+                  "Passed to every new optimize session: the model prompt's memory budget in "
+                  "tokens (default 9000; at least 1000)");
+  cmd->add_flag("--no-skills", o->no_skills,
+                "Passed to every new optimize session: use no skills of the library and teach it "
+                "nothing (ablations)");
   cmd->add_flag("--json", o->json, "Print one JSON summary (with the score) as the last line");
   cmd->add_option("--db", g.db, "Store database");
   cmd->callback([&g, &action, o] { action = [&g, o] { return run_sweep(g, *o); }; });

@@ -31,6 +31,8 @@ struct SweepCliOptions {
   std::string python;
   long long seed = 1;
   eval::Limits limits;
+  int prompt_budget_tokens = 0;  // 0: optimize's default
+  bool no_skills = false;
   bool json = false;
 };
 

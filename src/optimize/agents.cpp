@@ -280,7 +280,10 @@ class LlmGenerator final : public Generator {
     ctx["guidance"] = p.guidance.empty() ? json(nullptr) : json(p.guidance);
     ctx["skills"] = skills_context(skills_, p.backend);
     ctx["has_skills"] = !ctx["skills"].empty();
-    const FittedPrompt memory = fit_memory(*user, history, p.library);
+    // The fed skills re-ranked for this generation by what the session has learnt so far.
+    const auto library =
+        skills::rerank(p.library, skills_query(history, direction ? direction->title : ""));
+    const FittedPrompt memory = fit_memory(*user, history, library);
     memory.merge_into(ctx);
     auto made = prompt_request(*system, *user, ctx, "generator", session_, 8192);
     if (!made) {

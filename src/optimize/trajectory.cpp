@@ -380,6 +380,30 @@ const Attempt* best_attempt(const std::vector<Attempt>& history) {
   return best;
 }
 
+std::string skills_query(const std::vector<Attempt>& history, const std::string& direction) {
+  std::string q = direction;
+  auto add = [&q](const nlohmann::json& v) {
+    if (v.is_string() && !v.get<std::string>().empty()) q += " " + v.get<std::string>();
+    if (v.is_array())
+      for (const auto& x : v)
+        if (x.is_string()) q += " " + x.get<std::string>();
+  };
+  if (!history.empty()) {
+    const Attempt& last = history.back();
+    if (last.diagnosis.is_object())
+      for (const char* key : {"bottleneck", "evidence", "suggestions"})
+        add(last.diagnosis.value(key, nlohmann::json()));
+    if (!last.correct) q += " " + last.error.substr(0, 300);
+  }
+  if (const Attempt* best = best_attempt(history)) {
+    q += " " + best->description;
+    if (best->params.is_object() && best->params.contains("intent") &&
+        best->params["intent"].is_object())
+      add(best->params["intent"].value("title", nlohmann::json()));
+  }
+  return util::trim(q);
+}
+
 std::vector<int> attempts_needing_code(const std::vector<Attempt>& history,
                                        const PromptBudgets& b) {
   std::vector<int> out;

@@ -55,6 +55,12 @@ FittedPrompt fit_trajectory(const std::vector<Attempt>& history,
 std::vector<int> attempts_needing_code(const std::vector<Attempt>& history,
                                        const PromptBudgets& budgets);
 
+// What the session has learnt so far, as the words skills::rerank orders the fed skills by
+// before a model generation: the direction pursued now (its title), the critic's diagnosis of the
+// last attempt (bottleneck, evidence, suggestions), its error, and the best correct attempt's
+// description and intent. Deterministic; "" with no history and no direction.
+std::string skills_query(const std::vector<Attempt>& history, const std::string& direction);
+
 // The best correct attempt (highest speedup, the earliest on a tie); null when none.
 const Attempt* best_attempt(const std::vector<Attempt>& history);
 

@@ -156,6 +156,7 @@ util::Result<cli::SweepCliOptions> sweep_options(const json& j, cli::GlobalOptio
   r.get("budget_usd", o.budget_usd).get("output", o.output).get("gpus", o.gpus);
   r.get("jobs", o.jobs).get("slurm_args", o.slurm_args).get("python", o.python);
   r.get("seed", o.seed).get("db", g.db);
+  r.get("prompt_budget_tokens", o.prompt_budget_tokens).get("no_skills", o.no_skills);
   if (o.level < 1) return util::fail(ErrorKind::kUsage, "level: give a KernelBench level (1-4)");
   return finished(r, o);
 }

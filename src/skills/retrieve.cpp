@@ -197,6 +197,26 @@ std::vector<RankedSkill> retrieve(const std::vector<Skill>& library, const Signa
   return out;
 }
 
+std::vector<RankedSkill> rerank(std::vector<RankedSkill> fed, const std::string& context) {
+  if (fed.size() < 2) return fed;
+  std::vector<std::string> documents;
+  for (const auto& r : fed) documents.push_back(document_of(r.skill));
+  const auto bm = Bm25(documents).score(context);
+  std::vector<double> score(fed.size());
+  for (size_t i = 0; i < fed.size(); ++i) score[i] = bm[i] * (0.5 + fed[i].skill.confidence());
+  std::vector<size_t> order(fed.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return score[a] > score[b]; });
+  std::vector<RankedSkill> out;
+  out.reserve(fed.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    out.push_back(std::move(fed[order[k]]));
+    out.back().rank = static_cast<int>(k);
+  }
+  return out;
+}
+
 bool names_point(const Skill& s, const json& point) {
   return s.kind == "builtin" && point.is_object() &&
          point.value("skill", std::string()) == s.action.value("template", std::string()) &&

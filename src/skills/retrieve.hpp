@@ -5,7 +5,8 @@
 // a builtin skill applies only on its backend and, when the session has template points, only
 // when its template is among them. The rest are ordered by the signature score (rounded to 0.1)
 // first, then by BM25 of the problem's words against the skill's text times (0.5 + confidence),
-// then by id. Pure functions; thread-safe.
+// then by id. Before each model generation the fed skills are re-ranked by what the session has
+// learnt so far (rerank). Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +45,13 @@ struct RetrieveOptions {
 
 std::vector<RankedSkill> retrieve(const std::vector<Skill>& library, const Signature& problem,
                                   const RetrieveOptions& options);
+
+// One generation's order of the skills a session was fed (docs/skills.md, "Retrieval"): by BM25
+// of `context` (what the session has learnt so far: optimize::skills_query) against each skill's
+// document, times (0.5 + confidence), highest first; equal scores keep `fed`'s order, so an empty
+// context, or one no skill shares a word with, changes nothing. Ranks are renumbered; the scores
+// stay retrieval's.
+std::vector<RankedSkill> rerank(std::vector<RankedSkill> fed, const std::string& context);
 
 // Whether template point `point` is the one builtin skill `s` names (every parameter equal).
 bool names_point(const Skill& s, const nlohmann::json& point);

@@ -181,6 +181,9 @@ std::vector<std::string> task_command(const Options& o, const Task& t, bool resu
     if (o.limits.threads > 0) add("--threads", std::to_string(o.limits.threads));
     if (!o.base_url.empty()) add("--base-url", o.base_url);
     if (o.limits.no_sandbox) a.push_back("--no-sandbox");
+    if (!o.skills) a.push_back("--no-skills");
+    if (o.prompt_budget_tokens > 0)
+      add("--prompt-budget-tokens", std::to_string(o.prompt_budget_tokens));
   }
   if (o.budget_usd) add("--budget-usd", fmt::format("{}", *o.budget_usd));
   if (!o.python.empty()) add("--python", o.python);

@@ -57,6 +57,10 @@ struct Options {
   // Local executor: its slots on each of these hosts (--eval-host, passed to their optimize runs;
   // docs/remote.md): hosts x gpus, or one slot per entry without gpus (a host may repeat).
   std::vector<std::string> eval_hosts;
+  // For new sessions only (a resumed one keeps its own): false gives --no-skills; above 0,
+  // --prompt-budget-tokens.
+  bool skills = true;
+  int prompt_budget_tokens = 0;
 };
 
 // The work folder of a results file: results/X.tsv -> results/X.

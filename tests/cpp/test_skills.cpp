@@ -140,6 +140,50 @@ TEST(SkillsRetrieve, SignatureFirstThenTextAndTheTemplateMustBeOnOffer) {
   EXPECT_TRUE(weak_ranked.empty());
 }
 
+// A model skill with `technique`, for re-ranking.
+sk::RankedSkill model_skill(const std::string& title, const std::string& technique, int rank) {
+  sk::Skill s;
+  s.kind = "model";
+  s.provenance = "learned";
+  s.signature = row_signature();
+  s.title = title;
+  s.action = {{"technique", technique}, {"exemplar", "class ModelNew: pass"}};
+  s.id = sk::skill_id(s.kind, s.signature, s.action);
+  return {s, 10.0, 1.0, rank};
+}
+
+TEST(SkillsRetrieve, EachGenerationReranksTheFedSkillsByWhatTheSessionLearnt) {
+  const std::vector<sk::RankedSkill> fed = {
+      model_skill("tensor cores for the matmul", "use tl.dot with bf16 inputs: compute bound", 0),
+      model_skill("coalesced vectorised loads",
+                  "load rows with contiguous, vectorised accesses "
+                  "so that memory bandwidth is saturated",
+                  1),
+      model_skill("one program per row", "launch one program per row with a power of two block",
+                  2)};
+  auto ids = [](const std::vector<sk::RankedSkill>& r) {
+    std::vector<std::string> out;
+    for (const auto& x : r) out.push_back(x.skill.title);
+    return out;
+  };
+  // Nothing learnt yet (or nothing shared): the session-start order stands.
+  EXPECT_EQ(ids(sk::rerank(fed, "")), ids(fed));
+  EXPECT_EQ(ids(sk::rerank(fed, "zzz qqq")), ids(fed));
+  // A memory-bound diagnosis puts the memory skill first; a compute-bound one the tensor cores.
+  auto memory = sk::rerank(fed, "memory bandwidth: loads are not coalesced; vectorised loads");
+  EXPECT_EQ(memory[0].skill.title, "coalesced vectorised loads");
+  auto compute = sk::rerank(fed, "compute bound: the matmul should use tensor cores (tl.dot)");
+  EXPECT_EQ(compute[0].skill.title, "tensor cores for the matmul");
+  EXPECT_NE(ids(memory), ids(compute));
+  // Ranks are renumbered, the retrieval scores kept, the order deterministic.
+  for (size_t i = 0; i < memory.size(); ++i) {
+    EXPECT_EQ(memory[i].rank, static_cast<int>(i));
+    EXPECT_DOUBLE_EQ(memory[i].signature_score, 10.0);
+  }
+  EXPECT_EQ(ids(sk::rerank(fed, "memory bandwidth coalesced")),
+            ids(sk::rerank(fed, "memory bandwidth coalesced")));
+}
+
 TEST(SkillsRetrieve, SignatureOfAProblemFromGraphInspectionAndDevice) {
   json graph = {{"traceable", true},
                 {"inputs", {{{"name", "x"}, {"shape", {4096, 4096}}, {"dtype", "float32"}}}},

@@ -1,3 +1,4 @@
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -188,6 +189,19 @@ TEST_F(SweepFiles, AnInterruptedReportIsNotDone) {
   EXPECT_TRUE(row->correct);
 }
 
+// A level-1 task whose folder is /r/x/L1_<number>_<name>, its session `session`.
+namespace {
+ok::sweep::Task level1_task(int number, const std::string& name, const std::string& session) {
+  ok::sweep::Task t;
+  t.level = 1;
+  t.number = number;
+  t.name = name;
+  t.dir = fmt::format("/r/x/L1_{:03}_{}", number, name);
+  t.session = session;
+  return t;
+}
+}  // namespace
+
 TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   ok::sweep::Options o;
   o.binary = "/bin/openkernel";
@@ -196,12 +210,7 @@ TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   o.model = "builtin";
   o.iterations = 3;
   o.seed = 7;
-  ok::sweep::Task t;
-  t.level = 1;
-  t.number = 19;
-  t.name = "ReLU";
-  t.dir = "/r/x/L1_019_ReLU";
-  t.session = "w-1";
+  const ok::sweep::Task t = level1_task(19, "ReLU", "w-1");
   auto fresh = ok::sweep::task_command(o, t, false, "/db");
   auto has = [](const std::vector<std::string>& a, const std::string& flag,
                 const std::string& value) {
@@ -220,6 +229,33 @@ TEST(SweepCommand, NewTasksNameTheProblemAndResumedOnesTheSession) {
   EXPECT_TRUE(has(resumed, "--resume", "w-1"));
   EXPECT_TRUE(has(resumed, "--iterations", "3"));
   EXPECT_EQ(std::find(resumed.begin(), resumed.end(), "--problem"), resumed.end());
+}
+
+// --no-skills and --prompt-budget-tokens reach every new session (both executors run this command
+// line), and only when asked; a resumed session keeps its own settings.
+TEST(SweepCommand, SkillsAndPromptBudgetFlagsReachNewSessionsOnly) {
+  ok::sweep::Options o;
+  o.binary = "/bin/openkernel";
+  o.backend = "cpu";
+  o.model = "builtin";
+  const ok::sweep::Task t = level1_task(2, "RowSum", "w-2");
+  auto count = [](const std::vector<std::string>& a, const std::string& flag) {
+    return std::count(a.begin(), a.end(), flag);
+  };
+  auto plain = ok::sweep::task_command(o, t, false, "/db");
+  EXPECT_EQ(count(plain, "--no-skills"), 0);
+  EXPECT_EQ(count(plain, "--prompt-budget-tokens"), 0);
+  o.skills = false;
+  o.prompt_budget_tokens = 4000;
+  auto fresh = ok::sweep::task_command(o, t, false, "/db");
+  EXPECT_EQ(count(fresh, "--no-skills"), 1);
+  auto it = std::find(fresh.begin(), fresh.end(), "--prompt-budget-tokens");
+  ASSERT_NE(it, fresh.end());
+  ASSERT_NE(it + 1, fresh.end());
+  EXPECT_EQ(*(it + 1), "4000");
+  auto resumed = ok::sweep::task_command(o, t, true, "/db");
+  EXPECT_EQ(count(resumed, "--no-skills"), 0);
+  EXPECT_EQ(count(resumed, "--prompt-budget-tokens"), 0);
 }
 
 TEST_F(SweepFiles, TwoFoldersForOneProblemGiveOneRowTheNewest) {

@@ -278,6 +278,49 @@ def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
     assert p.returncode == 2 and "nope" in p.stderr, p.stderr
 
 
+def test_sweep_no_skills_reaches_every_child_and_its_sessions_use_no_skill(tmp_path: Path) -> None:
+    """--no-skills is passed to each new optimize child: its session is fed no skill (no
+    search_state (SESSION, "skills"), no skill evidence, no `skills` in the report) while a plain
+    sweep's session records what it was fed; a bad --prompt-budget-tokens is refused by the sweep
+    itself (exit 2) before any problem starts."""
+    def sessions_of(output: str) -> list[str]:
+        work = tmp_path / output.removesuffix(".tsv")
+        return [(d / "session").read_text().strip() for d in sorted(work.glob("L1_*"))]
+
+    p, summary = sweep(tmp_path, "--problems", "1-2", "--output", "r/off.tsv", "--no-skills",
+                       "--prompt-budget-tokens", "4000")
+    assert p.returncode in (0, 1), p.stderr
+    assert summary is not None and summary["ran"] == 2, p.stderr
+    off = sessions_of("r/off.tsv")
+    p, summary = sweep(tmp_path, "--problems", "1", "--output", "r/on.tsv")
+    assert p.returncode in (0, 1) and summary["ran"] == 1, p.stderr
+    on = sessions_of("r/on.tsv")
+    assert len(off) == 2 and len(on) == 1, (off, on)
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        fed = {s for (s,) in db.execute("SELECT scope FROM search_state WHERE kind = 'skills'")}
+        evidence = {s for (s,) in db.execute("SELECT DISTINCT session FROM skill_evidence")}
+        options = {s: json.loads(o) for s, o in db.execute("SELECT id, options FROM sessions")}
+    assert fed == set(on), (fed, on)
+    assert not evidence & set(off), evidence
+    for s in off:
+        assert options[s]["skills"] is False and options[s]["prompt_budget_tokens"] == 4000
+    assert options[on[0]]["skills"] is True and options[on[0]]["prompt_budget_tokens"] == 0
+    for d in (tmp_path / "r/off").glob("L1_*"):
+        report = json.loads((d / "report.json").read_text())
+        assert "skills" not in report["search"], report["search"]
+    report = json.loads(next((tmp_path / "r/on").glob("L1_*/report.json")).read_text())
+    assert isinstance(report["search"]["skills"]["used"], list), report["search"]
+
+    for bad in ("999", "-5"):
+        p, _ = sweep(tmp_path, "--problems", "1", "--output", "r/bad.tsv",
+                     "--prompt-budget-tokens", bad)
+        assert p.returncode == 2, (bad, p.returncode, p.stderr)
+        assert "--prompt-budget-tokens must be at least 1000" in p.stderr, p.stderr
+        assert not (tmp_path / "r/bad").exists()  # no task folder: no child started
+    with sqlite3.connect(tmp_path / "db.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 3
+
+
 def test_baseline_bad_selections_and_flags_are_usage_or_input_errors(tmp_path: Path) -> None:
     for args, needle in [(["--problems", "5-3"], "bad problem selection"),
                          (["--problems", "9"], "has no problem 9"),

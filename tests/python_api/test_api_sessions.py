@@ -93,6 +93,23 @@ def test_sweep_summary_and_score_equal_the_cli(tmp_path: Path) -> None:
         openkernel.sweep(level=1, problems="3-1", output=out, kernelbench_dir=str(BENCH))
 
 
+def test_sweep_takes_no_skills_and_prompt_budget_tokens_as_the_cli(tmp_path: Path) -> None:
+    out = tmp_path / "r/ns.tsv"
+    db = tmp_path / "db"
+    summary = openkernel.sweep(level=1, problems=[4], output=out, backend="cpu", model="builtin",
+                               iterations=1, kernelbench_dir=str(BENCH), db=str(db),
+                               no_skills=True, prompt_budget_tokens=2000, **QUICK)
+    assert summary["ran"] == 1, summary
+    with sqlite3.connect(db) as c:
+        (options,) = c.execute("SELECT options FROM sessions").fetchone()
+    assert json.loads(options)["skills"] is False
+    assert json.loads(options)["prompt_budget_tokens"] == 2000
+    with pytest.raises(openkernel.BadInput, match="--prompt-budget-tokens must be at least 1000"):
+        openkernel.sweep(level=1, problems="1", output=tmp_path / "r/bad.tsv", backend="cpu",
+                         kernelbench_dir=str(BENCH), db=str(db), prompt_budget_tokens=5)
+    assert not (tmp_path / "r/bad").exists()
+
+
 def test_score_equals_the_cli_and_bad_files_raise(tmp_path: Path) -> None:
     path = tmp_path / "r.tsv"
     rows = [[1, 1, "A", "cuda", "m", "true", 10, 20, "", 2.0, 1.2, 1, "", "correct", ""],

@@ -375,6 +375,50 @@ TEST(Trajectory, TheSkillSectionIsFittedByTheSameRuleAsTheOthers) {
   EXPECT_EQ(r.fitted.summary()["sections"].back()["name"], "skills");
 }
 
+// skills_query: what the session has learnt (the last diagnosis, the best attempt, the
+// direction) is what re-ranks the fed skills before each model generation.
+TEST(Trajectory, TheSkillsQueryFollowsTheDiagnosisAndRerankingFollowsIt) {
+  EXPECT_EQ(opt::skills_query({}, ""), "");
+  opt::Attempt best;
+  best.number = 1;
+  best.correct = true;
+  best.speedup = 1.4;
+  best.description = "one program per row";
+  best.params = {{"intent", {{"title", "fuse the reduction"}}}};
+  opt::Attempt last;
+  last.number = 2;
+  last.verdict = "correct";
+  last.correct = true;
+  last.speedup = 0.9;
+  last.diagnosis = {{"bottleneck", "memory"},
+                    {"evidence", "achieved bandwidth 40% of peak"},
+                    {"suggestions", {"coalesced vectorised loads"}}};
+  const std::string memory = opt::skills_query({best, last}, "raise occupancy");
+  for (const char* word : {"raise occupancy", "memory", "bandwidth", "coalesced",
+                           "one program per row", "fuse the reduction"})
+    EXPECT_NE(memory.find(word), std::string::npos) << word << " in " << memory;
+  last.diagnosis = {{"bottleneck", "compute"},
+                    {"evidence", "the matmul runs on CUDA cores"},
+                    {"suggestions", {"use tensor cores through tl.dot"}}};
+  const std::string compute = opt::skills_query({best, last}, "");
+  EXPECT_EQ(compute, opt::skills_query({best, last}, ""));  // deterministic
+
+  auto skill = [](const std::string& title, const std::string& technique, int rank) {
+    ok::skills::Skill s;
+    s.kind = "model";
+    s.provenance = "learned";
+    s.title = title;
+    s.action = {{"technique", technique}};
+    s.id = "sk-" + title;
+    return ok::skills::RankedSkill{s, 8.0, 1.0, rank};
+  };
+  const std::vector<ok::skills::RankedSkill> fed = {
+      skill("tensor cores", "use tl.dot for the matmul on tensor cores", 0),
+      skill("vectorised loads", "coalesced vectorised loads to reach peak bandwidth", 1)};
+  EXPECT_EQ(ok::skills::rerank(fed, memory)[0].skill.title, "vectorised loads");
+  EXPECT_EQ(ok::skills::rerank(fed, compute)[0].skill.title, "tensor cores");
+}
+
 }  // namespace
 
 // Classes that share a long head ("runtime_error: RuntimeError: CUDA error: ...") stay distinct in
