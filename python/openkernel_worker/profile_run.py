@@ -13,6 +13,7 @@ profiled process, no kernel profiled. Not thread-safe; one run at a time per scr
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -67,10 +68,29 @@ def find_ncu() -> str | None:
     return next((p for p in NCU_PATHS if os.access(p, os.X_OK)), None)
 
 
-def tool_root(executable: str) -> str:
-    """The folder to bind read-only for a profiler executable: its real installation folder
-    (ncu on PATH is often a link into /opt/nvidia/nsight-compute/VERSION)."""
-    return os.path.dirname(os.path.realpath(executable))
+# Where CUDA's `ncu` wrapper (bin/ncu in the toolkit) looks for the Nsight Compute installation it
+# runs, besides the toolkit's own nsight-compute-VERSION folders.
+NSIGHT_DIRS = ("/opt/nvidia/nsight-compute", "/opt/nvidia")
+
+
+def tool_roots(executable: str) -> list[str]:
+    """The folders to bind read-only for a profiler executable: its real folder (ncu on PATH is
+    often a link into /opt/nvidia/nsight-compute/VERSION) and, for CUDA's bin/ncu wrapper, the
+    installation it starts: the toolkit's nsight-compute-* folders beside bin/ and Nsight
+    Compute's own folder under /opt/nvidia (the H200 image's wrapper, with only its own folder
+    bound, printed "nsight-compute directory is not found")."""
+    roots: list[str] = []
+    for path in (executable, os.path.realpath(executable)):
+        folder = os.path.dirname(os.path.abspath(path))
+        roots.append(folder)
+        if os.path.basename(folder) == "bin":
+            roots += sorted(glob.glob(os.path.join(os.path.dirname(folder), "nsight-compute*")))
+    roots += [d for d in NSIGHT_DIRS if os.path.isdir(d)][:1]
+    out: list[str] = []
+    for r in (os.path.realpath(r) for r in roots):
+        if os.path.isdir(r) and r not in out:
+            out.append(r)
+    return out
 
 
 def classify(output: str, returncode: int | None, tool: str) -> Limit | None:

@@ -30,7 +30,7 @@ from typing import Any
 from . import ncu_report, private_json, proton_report
 from .profile_forward import EXIT_CANDIDATE, EXIT_NO_PROFILER
 from .profile_run import (SECTIONS, Limit, ProfileScratch, Target, classify, find_ncu,
-                          ncu_command, ncu_import_command, run_bounded, sandboxed, tool_root)
+                          ncu_command, ncu_import_command, run_bounded, sandboxed, tool_roots)
 from .sandbox import SandboxUnavailable
 
 TIERS = ("basic", "proton", "deep")
@@ -90,7 +90,7 @@ def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, L
     scratch = ProfileScratch(target, "ncu", "profile.ncu-rep")
     try:
         run, limit = _profiled(scratch, target, ncu_command(ncu, scratch.output, scratch.entry()),
-                               [tool_root(ncu)], timeout_s, "ncu")
+                               tool_roots(ncu), timeout_s, "ncu")
         if limit is not None:
             return None, limit
         if not os.path.isfile(scratch.output):

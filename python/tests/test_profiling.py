@@ -133,6 +133,31 @@ PERM = ("==PROF== Connected to process 77 (/usr/bin/python3)\n"
         "and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n")
 
 
+def test_cuda_ncu_wrapper_gets_its_nsight_installation_bound(tmp_path: Path, monkeypatch) -> None:
+    # CUDA's bin/ncu is a wrapper that runs nsight-compute-VERSION beside bin/ (or under
+    # /opt/nvidia): binding only the wrapper's folder failed on the H200 image
+    toolkit = tmp_path / "cuda-13.0"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "nsight-compute-2025.3.1").mkdir()
+    (toolkit / "nsight-systems-2025.1").mkdir()
+    wrapper = toolkit / "bin" / "ncu"
+    wrapper.write_text("#!/bin/sh\n")
+    link_dir = tmp_path / "cuda" / "bin"
+    link_dir.mkdir(parents=True)
+    (link_dir / "ncu").symlink_to(wrapper)
+    opt = tmp_path / "opt-nvidia"
+    opt.mkdir()
+    monkeypatch.setattr(profile_run, "NSIGHT_DIRS", (str(tmp_path / "absent"), str(opt)))
+    roots = profile_run.tool_roots(str(link_dir / "ncu"))
+    assert roots == [str(link_dir), str(toolkit / "bin"), str(toolkit / "nsight-compute-2025.3.1"),
+                     str(opt)]
+    monkeypatch.setattr(profile_run, "NSIGHT_DIRS", ())
+    install = tmp_path / "nsight-compute" / "2025.3.1"
+    install.mkdir(parents=True)
+    (install / "ncu").write_text("#!/bin/sh\n")
+    assert profile_run.tool_roots(str(install / "ncu")) == [str(install)]
+
+
 @pytest.mark.parametrize("body, flag, words", [
     (f"cat <<'EOF'\n{PERM}EOF\nexit 1\n", "counters_not_permitted", "ERR_NVGPUCTRPERM"),
     ("echo '==ERROR== The selected device is not supported by this version of ncu.'\nexit 1\n",
