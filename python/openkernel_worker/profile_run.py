@@ -102,6 +102,11 @@ def classify(output: str, returncode: int | None, tool: str) -> Limit | None:
                      f"{tool} may not read the GPU's performance counters (ERR_NVGPUCTRPERM): "
                      "allow them for all users (NVreg_RestrictProfilingToAdminUsers=0, see "
                      "docs/profiling.md) or run as an administrator")
+    if "is not installed" in low or "directory is not found" in low:
+        # CUDA's bin/ncu wrapper without the Nsight Compute installation it starts (seen on the
+        # H200 when that folder was not bound into the sandbox)
+        why = _error_lines(text) or text.strip()[-600:]
+        return Limit("profiler_missing", f"{tool} is not usable here: {why}")
     for marker in ("device is not supported", "not supported on this device",
                    "unsupported gpu", "unsupported device", "does not support profiling",
                    "err_nvgpu_unsupported", "is not supported by this version"):

@@ -163,6 +163,10 @@ def test_cuda_ncu_wrapper_gets_its_nsight_installation_bound(tmp_path: Path, mon
     ("echo '==ERROR== The selected device is not supported by this version of ncu.'\nexit 1\n",
      "gpu_unsupported", "cannot profile this GPU"),
     ("echo '==ERROR== Failed to connect to process'\nexit 9\n", "profile_failed", "status 9"),
+    # the H200's /usr/local/cuda/bin/ncu wrapper in a sandbox without the installation it starts
+    ("echo 'ERROR : nsight-compute directory is not found under /usr/local/cuda-13.0/bin/../ or "
+     "/opt/nvidia. Nsight Compute is not installed on your system.'\nexit 1\n",
+     "profiler_missing", "nsight-compute directory is not found"),
     ("echo '==WARNING== No kernels were profiled.'\nexit 0\n", "no_kernels_profiled",
      "no kernel"),
 ])

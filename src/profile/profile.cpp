@@ -21,12 +21,18 @@ double or0(std::optional<double> v) {
   return v.value_or(0);
 }
 
+// A string member, or `fallback` when absent or of another type (a stored result is data).
+std::string text(const json& j, const char* key, const std::string& fallback = "") {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                : fallback;
+}
+
 std::string pct(std::optional<double> v) {
   return v ? fmt::format("{:.0f}%", *v) : "n/a";
 }
 
 std::string short_name(const json& k) {
-  std::string name = k.value("name", "?");
+  std::string name = text(k, "name", "?");
   return name.size() > 80 ? name.substr(0, 77) + "..." : name;
 }
 
@@ -35,7 +41,7 @@ std::pair<std::string, double> top_stall(const json& k) {
   if (!k.contains("top_stalls") || !k["top_stalls"].is_array() || k["top_stalls"].empty())
     return {"", 0};
   const json& s = k["top_stalls"][0];
-  return {s.value("reason", ""), or0(metric(s, "share"))};
+  return {text(s, "reason"), or0(metric(s, "share"))};
 }
 
 // The occupancy limiter's resources, joined ("registers", "shared_memory"), or empty.
@@ -54,7 +60,7 @@ bool spilling(const json& k) {
 }
 
 json numbers_of(const json& k, double share) {
-  json n = {{"kernel", k.value("name", "")}, {"share_of_profiled_time", share}};
+  json n = {{"kernel", text(k, "name")}, {"share_of_profiled_time", share}};
   for (const char* key :
        {"duration_us", "dram_throughput_pct", "l2_throughput_pct", "sm_throughput_pct",
         "tensor_utilisation_pct", "achieved_occupancy_pct", "theoretical_occupancy_pct",
@@ -128,7 +134,7 @@ bool is_tier(const std::string& name) {
 
 const json* dominant_kernel(const json& profile) {
   if (!profile.is_object() || !profile.contains("kernel_metrics") ||
-      !profile["kernel_metrics"].is_array() || profile.value("tier", "") != "deep")
+      !profile["kernel_metrics"].is_array() || text(profile, "tier") != "deep")
     return nullptr;
   const json* best = nullptr;
   for (const auto& k : profile["kernel_metrics"])
@@ -196,8 +202,8 @@ void refine_diagnosis(json& d, const json& profile) {
   for (const auto& f : profile.value("flags", json::array()))
     if (f.is_object())
       d["evidence"].push_back(fmt::format("{} profile not taken ({}): {}",
-                                          profile.value("requested_tier", "deeper"),
-                                          f.value("flag", "?"), f.value("message", "")));
+                                          text(profile, "requested_tier", "deeper"),
+                                          text(f, "flag", "?"), text(f, "message")));
   const auto b = classify(profile);
   if (!b) return;
   json evidence = json::array();
@@ -208,10 +214,10 @@ void refine_diagnosis(json& d, const json& profile) {
   metrics["tier"] = "deep";
   metrics["class"] = b->kind;
   d["metrics"] = metrics;
-  const std::string before = d.value("bottleneck", "");
+  const std::string before = text(d, "bottleneck");
   if (before == "correctness" || before == "launch") return;
   d["bottleneck"] = b->kind;
-  const double gain = d.value("expected_gain", 0.5);
+  const double gain = metric(d, "expected_gain").value_or(0.5);
   json suggestions = json::array();
   for (const auto& s : b->suggestions)
     suggestions.push_back(
@@ -221,22 +227,20 @@ void refine_diagnosis(json& d, const json& profile) {
 
 std::string format_profile(const json& p) {
   if (!p.is_object()) return "";
-  const std::string tier = p.value("tier", "basic");
+  const std::string tier = text(p, "tier", "basic");
   std::string out;
   if (p.contains("requested_tier") || tier != "basic") {
     const json tool = p.value("tool", json::object());
-    out += fmt::format("profile   {} tier{}", tier,
-                       tool.is_object() && tool.contains("name")
-                           ? fmt::format(" ({})", tool.value("name", ""))
-                           : "");
+    const std::string name = text(tool, "name");
+    out += fmt::format("profile   {} tier{}", tier, name.empty() ? "" : " (" + name + ")");
     if (p.contains("seconds") && p["seconds"].is_number())
       out += fmt::format(", {:.1f} s{}", p["seconds"].get<double>(),
-                         p.value("cached", false) ? " (cached)" : "");
+                         p.contains("cached") && p["cached"] == true ? " (cached)" : "");
     out += "\n";
   }
   for (const auto& f : p.value("flags", json::array()))
     if (f.is_object())
-      out += fmt::format("  - profile {}: {}\n", f.value("flag", "?"), f.value("message", ""));
+      out += fmt::format("  - profile {}: {}\n", text(f, "flag", "?"), text(f, "message"));
   if (const json* k = dominant_kernel(p))
     out += fmt::format("  top kernel {}: {:.1f} us, DRAM {}, SM {}, occupancy {}\n", short_name(*k),
                        or0(metric(*k, "duration_us")), pct(metric(*k, "dram_throughput_pct")),

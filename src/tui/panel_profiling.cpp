@@ -1,11 +1,13 @@
 // Profiling of the selected attempt's evaluation: the bottleneck, the roofline position (share of
 // the speed of light, achieved bandwidth and compute against the device's ceilings, arithmetic
-// intensity against the ridge point) and the top kernels of its profile.
+// intensity against the ridge point), a deep profile's dominant kernel (DRAM, SM and occupancy
+// as ncu measured them, the top stall; docs/profiling.md) and the top kernels of its profile.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "profile/profile.hpp"
 #include "tui/draw.hpp"
 #include "tui/panels.hpp"
 
@@ -61,6 +63,44 @@ int roofline_rows(const json& ev, const AttemptView& a, Canvas& c, Rect in, int 
   return y;
 }
 
+// A deep profile's rows (the dominant kernel as ncu measured it), when the evaluation has one;
+// returns the next free row.
+int deep_rows(const json& ev, Canvas& c, Rect in, int y) {
+  const json prof = ev.value("profile", json::object());
+  const json* k = profile::dominant_kernel(prof);
+  const int bottom = in.y + in.h;
+  if (!k || y >= bottom) return y;
+  const bool named = k->contains("name") && (*k)["name"].is_string();
+  draw::put_line(c, in.x, y++,
+                 {{"ncu ", draw::kBold},
+                  {fmt::format("{} · {}", named ? (*k)["name"].get<std::string>() : "?",
+                               draw::micros(num(*k, "duration_us"))),
+                   draw::kDim}},
+                 in.w);
+  const json lim = k->value("occupancy_limiter", json::object());
+  const json by = lim.is_object() ? lim.value("by", json::array()) : json::array();
+  const std::string limiter =
+      by.is_array() && !by.empty() && by[0].is_string() ? "limit " + by[0].get<std::string>() : "";
+  const struct {
+    const char* label;
+    const char* key;
+    std::string detail;
+  } rows[] = {{"DRAM", "dram_throughput_pct", "of peak bandwidth"},
+              {"SM", "sm_throughput_pct", "of peak compute"},
+              {"OCC", "achieved_occupancy_pct", limiter}};
+  for (const auto& r : rows)
+    if (y < bottom && k->contains(r.key) && (*k)[r.key].is_number())
+      gauge_row(c, in, y++, r.label, num(*k, r.key) / 100, r.detail, "");
+  const json stalls = k->value("top_stalls", json::array());
+  if (y < bottom && stalls.is_array() && !stalls.empty() && stalls[0].is_object() &&
+      stalls[0].contains("reason") && stalls[0]["reason"].is_string())
+    c.put(in.x, y++,
+          fmt::format("stall {} {:.0f}%", stalls[0]["reason"].get<std::string>(),
+                      100 * num(stalls[0], "share")),
+          draw::kDim, in.w);
+  return y;
+}
+
 void kernel_rows(const json& ev, Canvas& c, Rect in, int y) {
   const json prof = ev.value("profile", json::object());
   const json table = prof.is_object() ? prof.value("kernel_table", json::array()) : json::array();
@@ -89,7 +129,7 @@ bool profile_rows(const AttemptView& a, const Details& d, Canvas& c, Rect body, 
   if (a.evaluation_id && d.evaluation) ev = d.evaluation(*a.evaluation_id);
   if (!ev || !ev->is_object() || !ev->contains("roofline") || !(*ev)["roofline"].is_object())
     return false;
-  kernel_rows(*ev, c, body, roofline_rows(*ev, a, c, body, y));
+  kernel_rows(*ev, c, body, deep_rows(*ev, c, body, roofline_rows(*ev, a, c, body, y)));
   return true;
 }
 

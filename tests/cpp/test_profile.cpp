@@ -124,6 +124,22 @@ TEST(ProfileClassify, NothingToReadGivesNoClass) {
   odd["kernel_metrics"][0]["dram_throughput_pct"] = "88";  // malformed: not a number
   odd["kernel_metrics"].push_back(7);
   EXPECT_NO_THROW(prof::classify(odd));
+  // Wrong types anywhere: no class, no exception (a stored result is data).
+  json bad = {{"tier", 3},
+              {"requested_tier", json::array()},
+              {"flags", {{{"flag", 1}, {"message", json::object()}}, "x"}},
+              {"tool", "ncu"},
+              {"cached", "yes"},
+              {"kernel_metrics", {{{"name", 5}, {"top_stalls", 2}}}}};
+  json d = {{"bottleneck", 1}, {"evidence", "e"}, {"expected_gain", "big"}};
+  EXPECT_NO_THROW(prof::format_profile(bad));
+  EXPECT_NO_THROW(prof::refine_diagnosis(d, bad));
+  bad["tier"] = "deep";
+  bad["kernel_metrics"][0]["dram_throughput_pct"] = 90.0;
+  bad["kernel_metrics"][0]["occupancy_limiter"] = {{"by", 7}};
+  EXPECT_NO_THROW(prof::format_profile(bad));
+  EXPECT_NO_THROW(prof::refine_diagnosis(d, bad));
+  EXPECT_EQ(d["metrics"]["kernel"], "");
 }
 
 TEST(ProfileCritic, DiagnosisChangesWithTheMetrics) {

@@ -200,6 +200,34 @@ TEST(TuiPanels, Profiling) {
                       50, 16, ui));
 }
 
+// With a deep profile (docs/profiling.md): the dominant kernel's DRAM, SM and occupancy as ncu
+// measured them, and the top stall, between the roofline and the kernel table.
+TEST(TuiPanels, ProfilingWithADeepProfile) {
+  UiState ui;
+  ui.selected = 12;
+  expect_golden("panel_profiling_deep_50x18",
+                panel(
+                    [](const Snapshot& s, UiState& u, const Details& d, Canvas& c, Rect r) {
+                      Details deep = d;
+                      deep.evaluation = [&d](int64_t id) -> std::optional<nlohmann::json> {
+                        auto ev = d.evaluation(id);
+                        if (!ev) return ev;
+                        (*ev)["profile"]["tier"] = "deep";
+                        (*ev)["profile"]["kernel_metrics"] = nlohmann::json::array(
+                            {{{"name", "swish_kernel_0d1d2de"},
+                              {"duration_us", 21.3},
+                              {"dram_throughput_pct", 81.4},
+                              {"sm_throughput_pct", 22.0},
+                              {"achieved_occupancy_pct", 38.5},
+                              {"occupancy_limiter", {{"by", {"registers"}}}},
+                              {"top_stalls", {{{"reason", "long_scoreboard"}, {"share", 0.62}}}}}});
+                        return ev;
+                      };
+                      panels::profiling(s, u, deep, c, r);
+                    },
+                    50, 18, ui));
+}
+
 TEST(TuiPanels, ExperimentLog) {
   expect_golden("panel_log_70x18", panel([](const Snapshot& s, UiState& ui, const Details&,
                                             Canvas& c, Rect r) { panels::log(s, ui, c, r); },
