@@ -159,7 +159,11 @@ def run_bounded(argv: list[str], env: dict[str, str], cwd: str, timeout_s: float
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, _ = proc.communicate()
+        try:  # a child that left the group may still hold the pipe: wait only a little
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = b""
         text = out.decode(errors="replace")[-OUTPUT_TAIL:]
         return RunResult(None, text, time.monotonic() - t0,
                          Limit("profile_timeout", f"{tool} did not finish within {timeout_s:g} s "

@@ -23,11 +23,13 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 import subprocess
+import tempfile
 import time
 from typing import Any
 
-from . import ncu_report, private_json, proton_report
+from . import ncu_report, private_json, proton_report, sandbox, verdicts
 from .profile_forward import EXIT_CANDIDATE, EXIT_NO_PROFILER
 from .profile_run import (SECTIONS, Limit, ProfileScratch, Target, classify, find_ncu,
                           ncu_command, ncu_import_command, run_bounded, sandboxed, tool_roots)
@@ -88,16 +90,19 @@ def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, L
         return None, Limit("profiler_missing", "Nsight Compute (ncu) is not on PATH nor in "
                                                "/usr/local/cuda/bin; set OPENKERNEL_NCU")
     scratch = ProfileScratch(target, "ncu", "profile.ncu-rep")
+    private = tempfile.mkdtemp(prefix="openkernel-ncu-")  # the worker's own, never bound
+    report = None
     try:
         run, limit = _profiled(scratch, target, ncu_command(ncu, scratch.output, scratch.entry()),
                                tool_roots(ncu), timeout_s, "ncu")
         if limit is not None:
             return None, limit
-        if not os.path.isfile(scratch.output):
-            return None, Limit("no_kernels_profiled", "ncu wrote no report: "
+        report, why = private_copy(scratch.output, private, MAX_REPORT_BYTES)
+        if report is None:
+            return None, Limit("no_kernels_profiled", f"ncu wrote no usable report ({why}): "
                                + run.output.strip()[-600:])
-        imported = run_bounded(ncu_import_command(ncu, scratch.output), dict(os.environ),
-                               scratch.path, timeout_s, "ncu --import")
+        imported = run_bounded(ncu_import_command(ncu, report), sandbox.scrub_env(dict(os.environ)),
+                               private, timeout_s, "ncu --import")
         limit = imported.limit or classify(imported.output, imported.returncode, "ncu --import")
         if limit is not None:
             return None, limit
@@ -112,9 +117,39 @@ def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, L
                          "profile_s": round(run.seconds, 3),
                          "import_s": round(imported.seconds, 3)}}, None
     finally:
-        if target.keep_report and os.path.isfile(scratch.output):
-            _keep(scratch.output, target.keep_report)
+        if target.keep_report and report is not None:
+            _keep(report, target.keep_report)
         scratch.close()
+        shutil.rmtree(private, ignore_errors=True)
+
+
+MAX_REPORT_BYTES = 256 << 20  # an .ncu-rep of MAX_KERNELS kernels is a few MB
+MAX_HATCHET_BYTES = 64 << 20
+
+
+def private_copy(path: str, folder: str, limit: int) -> tuple[str | None, str]:
+    """(a copy of `path` in the worker's own `folder`, "") or (None, why not). The profiled
+    process ran candidate code in the folder that holds `path`, so the file may be a link (to a
+    file the candidate cannot read, or /dev/zero), a FIFO or huge: only a regular file of at most
+    `limit` bytes, opened without following a link, is copied; everything after reads the copy."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, "no file"
+    except OSError as e:
+        return None, f"not a plain file: {e.strerror}"
+    with os.fdopen(fd, "rb") as src:
+        st = os.fstat(src.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None, "not a regular file"
+        if st.st_size > limit:
+            return None, f"{st.st_size} bytes, more than {limit}"
+        dest = os.path.join(folder, os.path.basename(path))
+        with open(dest, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+            if out.tell() > limit:
+                return None, f"grew past {limit} bytes"
+    return dest, ""
 
 
 def _keep(report: str, dest: str) -> None:
@@ -135,11 +170,17 @@ def run_proton(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None,
         run, limit = _profiled(scratch, target, scratch.entry(), [], timeout_s, "Proton")
         if limit is not None:
             return None, limit
+        private = tempfile.mkdtemp(prefix="openkernel-proton-")
         try:
-            with open(scratch.output) as f:
+            hatchet, why = private_copy(scratch.output, private, MAX_HATCHET_BYTES)
+            if hatchet is None:
+                raise OSError(why)
+            with open(hatchet) as f:
                 kernels = proton_report.parse_hatchet(json.load(f))
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, RecursionError) as e:
             return None, Limit("profile_unreadable", f"Proton's output could not be read: {e}")
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
         if not kernels:
             return None, Limit("no_kernels_profiled", "Proton saw no kernel in the forward")
         return {"kernel_metrics": kernels,
@@ -152,7 +193,8 @@ def cache_key(tier: str, target: Target, candidate_hash: str, reference_hash: st
               gpu: str) -> dict[str, Any]:
     ncu = find_ncu() if tier == "deep" else None
     return {"tier": tier, "candidate": candidate_hash, "reference": reference_hash,
-            "overrides": sorted(target.overrides.items()), "gpu": gpu,
+            "overrides": [[k, str(v)] for k, v in sorted(target.overrides.items())],
+            "gpu": gpu,
             "tool": ncu_version(ncu) if ncu else "", "sections": list(SECTIONS)}
 
 
@@ -211,10 +253,24 @@ def attach(ev: Any) -> None:
     if ev.opts.profile_tier == "basic":
         profile["tier"] = "basic"
         return
-    if ev.out.verdict != "correct":
+    if not verdicts.will_settle_correct(ev.out, ev.opts.strict):
         profile.update({"tier": "basic", "requested_tier": ev.opts.profile_tier, "flags": [
             Limit("not_correct", "only correct candidates get a deeper profile").describe()]})
         return
+    t0 = time.monotonic()
+    try:
+        added = _run_for(ev)
+    except Exception as e:  # noqa: BLE001 - a profile never fails the evaluation
+        added = {"tier": "basic", "requested_tier": ev.opts.profile_tier, "cached": False,
+                 "flags": [Limit("profile_failed", f"the profiling tier failed: "
+                                 f"{type(e).__name__}: {e}"[:600]).describe()],
+                 "seconds": round(time.monotonic() - t0, 3)}
+    ev.phases["profile_tier"] = added.get("seconds", 0.0)
+    profile.update(added)
+
+
+def _run_for(ev: Any) -> dict[str, Any]:
+    """run_tiers for the evaluation `ev` (attach's body, which turns any exception into a flag)."""
     target = Target(reference=ev.ref.path, candidate=ev.opts.candidate,
                     overrides=dict(ev.opts.overrides), init_seed=ev.init_seed,
                     seed=ev.rng.getrandbits(31), device=ev.device,
@@ -229,6 +285,4 @@ def attach(ev: Any) -> None:
     def key_of(tier: str) -> dict[str, Any]:
         return cache_key(tier, target, ev.candidate_hash, ev.ref.source_hash, gpu)
 
-    added = run_tiers(ev.opts.profile_tier, target, ev.opts.timeout_s, ev.cache_root(), key_of)
-    ev.phases["profile_tier"] = added.get("seconds", 0.0)
-    profile.update(added)
+    return run_tiers(ev.opts.profile_tier, target, ev.opts.timeout_s, ev.cache_root(), key_of)

@@ -340,6 +340,13 @@ def below_floor(out: Outcome, cand_us: float, floor_us: float, nbytes: int, flop
                  f"{bandwidth / 1e9:.0f} GB/s{measured}, {flops} FLOP)", reject=True)
 
 
+def will_settle_correct(out: Outcome, strict: bool) -> bool:
+    """Whether settle() will leave `out` correct; changes nothing (the profiling tiers run
+    before the reply is settled and only for a candidate that will end correct)."""
+    return (out.verdict == "correct" and bool(out.correct)
+            and not (strict and set(out.flags) - STRICT_EXEMPT))
+
+
 def settle(out: Outcome, strict: bool, trials: int, sandbox: Any) -> bool:
     """The final verdict: a run that never got to correct is a runtime_error; --strict rejects
     any flag but those in STRICT_EXEMPT; then no_sandbox (`sandbox`: the candidate's launch,

@@ -308,3 +308,75 @@ def test_profiled_process_spec_round_trip(tmp_path: Path, tiny_reference: str) -
     finally:
         scratch.close()
     assert not os.path.exists(scratch.path)
+
+
+def test_a_profilers_output_is_copied_out_only_as_a_plain_bounded_file(tmp_path: Path) -> None:
+    # the profiled process ran candidate code where the output lands: a link to a file it could
+    # not read, /dev/zero, a FIFO or a huge file must not be read by the worker
+    scratch, private = tmp_path / "scratch", tmp_path / "private"
+    scratch.mkdir()
+    private.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("key")
+    (scratch / "link.ncu-rep").symlink_to(secret)
+    (scratch / "zero.hatchet").symlink_to("/dev/zero")
+    os.mkfifo(scratch / "fifo.hatchet")
+    (scratch / "big.ncu-rep").write_bytes(b"x" * 2048)
+    (scratch / "ok.ncu-rep").write_bytes(b"report")
+    for name in ("link.ncu-rep", "zero.hatchet", "fifo.hatchet", "missing.ncu-rep"):
+        copy, why = profiling.private_copy(str(scratch / name), str(private), 1024)
+        assert copy is None and why, name
+    copy, why = profiling.private_copy(str(scratch / "big.ncu-rep"), str(private), 1024)
+    assert copy is None and "more than 1024" in why
+    copy, why = profiling.private_copy(str(scratch / "ok.ncu-rep"), str(private), 1024)
+    assert why == "" and copy == str(private / "ok.ncu-rep")
+    assert Path(copy).read_bytes() == b"report"
+    assert sorted(os.listdir(private)) == ["ok.ncu-rep"]
+
+
+def test_the_cache_key_survives_its_json_round_trip_with_overrides(tmp_path: Path,
+                                                                   tiny_reference: str) -> None:
+    t = target(tmp_path, tiny_reference)
+    t.overrides = {"batch_size": 8, "dim": "4096"}
+    key = profiling.cache_key("proton", t, "cand", "ref", "NVIDIA H200")
+    assert json.loads(json.dumps(key)) == key  # else the stored key never matches: no hit
+
+
+def test_only_a_candidate_that_will_settle_correct_is_profiled() -> None:
+    from openkernel_worker.options import Outcome
+    from openkernel_worker import verdicts
+
+    out = Outcome()
+    out.verdict, out.correct = "correct", True
+    assert verdicts.will_settle_correct(out, strict=False)
+    out.flag("graph_fallback", "timed with events", reject=False)
+    assert verdicts.will_settle_correct(out, strict=False)
+    out.flag("rested_gap", "a gap", reject=False)
+    assert not verdicts.will_settle_correct(out, strict=True)  # --strict will reject it
+    out2 = Outcome()
+    out2.verdict, out2.correct = "correct", False  # never reached correct: runtime_error
+    assert not verdicts.will_settle_correct(out2, strict=False)
+
+
+def test_a_failing_tier_is_a_flag_not_a_failed_evaluation(monkeypatch) -> None:
+    class Ev:  # the parts of evaluate.Evaluation that attach reads
+        result = {"profile": {"kernel_table": []}}
+        phases: dict[str, float] = {}
+
+    ev = Ev()
+    ev.opts = Options.from_request({"reference": "r.py", "candidate": "c.py", "profile": "deep"})
+    from openkernel_worker.options import Outcome
+
+    ev.out = Outcome()
+    ev.out.verdict, ev.out.correct = "correct", True
+
+    def boom(_: Any) -> dict[str, Any]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(profiling, "_run_for", boom)
+    profiling.attach(ev)
+    prof = ev.result["profile"]
+    assert prof["tier"] == "basic" and prof["requested_tier"] == "deep"
+    assert prof["flags"][0]["flag"] == "profile_failed"
+    assert "RecursionError" in prof["flags"][0]["message"]
+    assert "profile_tier" in ev.phases

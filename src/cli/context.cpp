@@ -173,6 +173,7 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
     if (!python_flag.empty()) so.python = python_flag;
     so.resource_root = util::resource_root();
     so.env_set = env;
+    so.cancel = cancel;
     // A sweep slot's GPU (--gpus) chooses the host's GPU, as it chooses a local one.
     if (auto gpus = util::getenv_str("CUDA_VISIBLE_DEVICES");
         gpus && !env.contains("CUDA_VISIBLE_DEVICES"))

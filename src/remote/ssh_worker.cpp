@@ -39,7 +39,7 @@ util::Result<eval::Worker> connect_worker(const SshWorkerOptions& o, const Worke
   eval::Launch launch;
   launch.argv = ssh_argv(o.host, remote_launch(o, package.hash));
   launch.label = fmt::format("{} -m openkernel_worker on {}", o.python, o.host.url());
-  auto w = eval::Worker::connect(launch, o.start_timeout);
+  auto w = eval::Worker::connect(launch, o.start_timeout, o.cancel);
   if (!w) return fail(w.error().kind, fmt::format("{}: {}", o.host.url(), w.error().message));
   return w;
 }

@@ -7,6 +7,7 @@
 // channel closes. The returned Worker is used like a local one (one request at a time).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -23,6 +24,9 @@ struct SshWorkerOptions {
   std::filesystem::path resource_root;
   std::map<std::string, std::string> env_set;  // set for the worker on the host
   std::chrono::seconds start_timeout{120};
+  // Stops a worker that is still starting (kCancelled), as eval::WorkerOptions::cancel does; the
+  // package check and shipping before it are not interrupted.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 util::Result<eval::Worker> start_ssh_worker(const SshWorkerOptions& opts);

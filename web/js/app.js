@@ -284,6 +284,8 @@ function bindControls() {
     const [data] = await Promise.all([getJSON("/api/charts"), loadCartesian()]);
     chartsOpened = true;
     swapPlots($("page-session"));
+    // Back on the dashboard before the bundle came: its plots were just removed, draw them again.
+    if ($("page-charts").hidden) return renderPlots();
     renderCharts(panel("charts"), data);
   }));
 }

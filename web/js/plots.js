@@ -36,6 +36,7 @@ export function loadCartesian() {
       script.addEventListener("error", () => reject(new Error(`${script.src} could not be loaded`)));
       document.head.appendChild(script);
     }));
+    cartesian.catch(() => { cartesian = null; });  // a failed load is tried again next time
   }
   return cartesian;
 }
