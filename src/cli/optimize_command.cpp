@@ -298,6 +298,21 @@ optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
 
 }  // namespace
 
+// Ctrl-C before the first attempt (while the problem was being prepared): the session's row is
+// kept as interrupted, so `--resume` continues it and the session list shows it.
+static std::unexpected<util::Error> interrupted_early(store::Store& st,
+                                                      const std::string& session) {
+  if (auto row = st.find_session(session); row && *row) {
+    store::SessionRow r = **row;
+    r.status = "interrupted";
+    (void)st.update_session(r);
+  }
+  return util::fail(ErrorKind::kCancelled,
+                    fmt::format("interrupted while preparing the problem, before any attempt; "
+                                "continue with `openkernel optimize --resume {}`",
+                                session));
+}
+
 util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const OptimizeOptions& o,
                                            const FrontEnd& fe) {
   const Messages messages(fe);
@@ -314,8 +329,8 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
   // From here Ctrl-C stops the session: a worker still starting is stopped with it (not left to
   // finish its start-up after this process ended).
   if (fe.handle_interrupt) util::install_interrupt_handler();
-  auto worker =
-      start_worker(*cfg, o.python, {}, o.eval_host, fe.cancel ? fe.cancel : &util::cancel_flag());
+  const std::atomic<bool>* cancel = fe.cancel ? fe.cancel : &util::cancel_flag();
+  auto worker = start_worker(*cfg, o.python, {}, o.eval_host, cancel);
   if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, o.resume.empty() ? o.backend : opts.backend, "triton");
   if (!backend) return std::unexpected(backend.error());
@@ -341,7 +356,9 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
   messages.note(
       fmt::format("session {}  (resume with: openkernel optimize --resume {})", session, session));
 
-  auto problem = optimize::prepare_problem(*worker, opts);
+  auto problem = optimize::prepare_problem(*worker, opts, cancel);
+  if (!problem && problem.error().kind == ErrorKind::kCancelled)
+    return interrupted_early(*st, session);
   if (!problem) return std::unexpected(problem.error());
 
   auto agents = optimize::Agents::make(
@@ -363,7 +380,9 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe) {
   auto run = optimize_session(g, o, fe);
   if (!run && run.error().kind == ErrorKind::kCancelled) {
-    fmt::print(stderr, "openkernel: {} (nothing recorded)\n", run.error().message);
+    const bool kept = run.error().message.find("--resume") != std::string::npos;
+    fmt::print(stderr, "openkernel: {}{}\n", run.error().message,
+               kept ? "" : " (nothing recorded)");
     return kInterrupted;
   }
   if (!run) return report_error(run.error());

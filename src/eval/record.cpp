@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "hub/oid.hpp"
+#include "util/digest.hpp"
 #include "util/paths.hpp"
 #include "util/strings.hpp"
 
@@ -58,14 +58,19 @@ util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdent
   return ids;
 }
 
-// A source as the worker reports it: its text (empty when not UTF-8) and the SHA-256 of the text
-// without a leading byte-order mark.
-static nlohmann::json source_entry(const std::string& path) {
-  std::string text = util::read_file(path).value_or("");
-  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
-  return {{"path", path},
-          {"source", util::is_utf8(text) ? text : ""},
-          {"source_hash", hub::sha256_hex(text)}};
+// The worker's rule (problem.read_source), so that the store's source_hash names a file the same
+// way whichever side recorded it; tests/cpp/test_record.cpp and python/tests hold both to it.
+constexpr size_t kMaxSourceBytes = size_t{8} << 20;  // the worker's MAX_SOURCE_BYTES
+
+nlohmann::json source_entry(const std::string& path) {
+  std::string raw = util::read_file(path).value_or("");
+  if (raw.size() > kMaxSourceBytes + 1) raw.resize(kMaxSourceBytes + 1);
+  const bool blank = raw.find_first_not_of(" \t\n\r\f\v") == std::string::npos;
+  const bool readable = raw.size() <= kMaxSourceBytes && !blank &&
+                        raw.find('\0') == std::string::npos && util::is_utf8(raw);
+  if (!readable) return {{"path", path}, {"source", ""}, {"source_hash", util::sha256_hex(raw)}};
+  if (raw.starts_with("\xEF\xBB\xBF")) raw.erase(0, 3);
+  return {{"path", path}, {"source", raw}, {"source_hash", util::sha256_hex(raw)}};
 }
 
 util::Result<RecordedIds> record_lost_evaluation(store::Store& st, const ProblemIdentity& problem,

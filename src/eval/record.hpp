@@ -27,6 +27,12 @@ util::Result<RecordedIds> record_evaluation(store::Store& st, const ProblemIdent
                                             const nlohmann::json& result,
                                             const std::optional<std::string>& session);
 
+// A source file as the worker reads and names it (problem.read_source): {"path", "source",
+// "source_hash"}. A readable source (UTF-8, not blank, no NUL byte, at most 8 MiB) is its text
+// without a leading byte-order mark and the SHA-256 of that text; any other file has no text and
+// the SHA-256 of its raw bytes (the first 8 MiB + 1, all the worker reads).
+nlohmann::json source_entry(const std::string& path);
+
 // An evaluation whose remote worker was lost (util::ErrorKind::kRemoteLost): recorded with verdict
 // `evaluator_error`, flag `remote_lost` and `message` as its reason, the sources read here and
 // hashed as the worker hashes them. Never a verdict on the candidate.

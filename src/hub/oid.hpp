@@ -1,4 +1,5 @@
-// The object ids the Hub and git use, and the base64 of the commit API.
+// The object ids the Hub and git use, and the base64 of the commit API (the digests and base64
+// themselves are util/digest.hpp's, named here for the Hub's code).
 //
 // An LFS object's oid is the SHA-256 of its content; a regular file's oid is its git blob id,
 // SHA-1 of "blob <size>\0" followed by the content; an LFS file's entry in a git tree is the blob
@@ -12,20 +13,20 @@
 #include <string>
 #include <string_view>
 
+#include "util/digest.hpp"
 #include "util/error.hpp"
 
 namespace ok::hub {
 
-std::string sha256_hex(std::string_view data);
+using util::base64_decode;
+using util::base64_encode;
+using util::sha256_file;
+using util::sha256_hex;
+
 std::string git_blob_sha1(std::string_view data);
-util::Result<std::string> sha256_file(const std::filesystem::path& path);
 util::Result<std::string> git_blob_sha1_file(const std::filesystem::path& path);
 
 // The git-lfs pointer file of an object (spec v1).
 std::string lfs_pointer(std::string_view sha256, uint64_t size);
-
-std::string base64_encode(std::string_view data);
-// Nullopt on a character outside the standard alphabet (white space is skipped).
-std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace ok::hub

@@ -109,7 +109,8 @@ store::SessionRow new_session_row(const std::string& id, const Options& o) {
           .out_dir = o.out_dir.string()};
 }
 
-util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options& o) {
+util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options& o,
+                                             const std::atomic<bool>* cancel) {
   ProblemContext p;
   p.reference_path = o.reference;
   p.name = o.name;
@@ -123,20 +124,24 @@ util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options
   // evaluations report the same figures in their roofline.
   if (o.model != "builtin") {
     auto inspect = worker.call(
-        {{"op", "inspect"}, {"reference", o.reference}, {"overrides", o.overrides}}, limit);
+        {{"op", "inspect"}, {"reference", o.reference}, {"overrides", o.overrides}}, limit, cancel);
     if (!inspect) return std::unexpected(inspect.error());
     p.inspect = *inspect;
   } else {
     p.inspect = json::object();
   }
   auto graph = worker.call(
-      {{"op", "analyze"}, {"reference", o.reference}, {"overrides", o.overrides}}, limit);
-  if (!graph && graph.error().kind == ErrorKind::kBadInput) return std::unexpected(graph.error());
+      {{"op", "analyze"}, {"reference", o.reference}, {"overrides", o.overrides}}, limit, cancel);
+  if (!graph &&
+      (graph.error().kind == ErrorKind::kBadInput || graph.error().kind == ErrorKind::kCancelled))
+    return std::unexpected(graph.error());
   // A graph that cannot be built is not fatal: an LLM does not need it, and the builtin
   // generator reports the problem unsupported with the reason.
   p.graph = graph ? *graph : json{{"traceable", false}, {"reason", graph.error().message}};
-  auto device =
-      worker.call({{"op", "device_info"}, {"device", o.backend == "cpu" ? "cpu" : "cuda"}}, limit);
+  auto device = worker.call(
+      {{"op", "device_info"}, {"device", o.backend == "cpu" ? "cpu" : "cuda"}}, limit, cancel);
+  if (!device && device.error().kind == ErrorKind::kCancelled)
+    return std::unexpected(device.error());
   p.device = device ? *device : json{{"name", o.backend == "cpu" ? "CPU" : "GPU"}};
   return p;
 }

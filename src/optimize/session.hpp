@@ -120,8 +120,10 @@ struct Dependencies {
   int prebuild_slots = 0;
 };
 
-// Gathers what the agents need from the worker: the graph, the inspection, the device.
-util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options& o);
+// Gathers what the agents need from the worker: the graph, the inspection, the device. When
+// `cancel` becomes true meanwhile, the worker is stopped and the result is kCancelled.
+util::Result<ProblemContext> prepare_problem(eval::Worker& worker, const Options& o,
+                                             const std::atomic<bool>* cancel = nullptr);
 
 // Runs (or, with a non-empty `resumed`, continues) session `id`. The session row must exist.
 util::Result<Outcome> run_session(const std::string& id, const Options& o, ProblemContext problem,

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <set>
 
-#include "hub/oid.hpp"
+#include "util/digest.hpp"
 #include "util/paths.hpp"
 #include "util/secrets.hpp"
 #include "util/strings.hpp"
@@ -43,9 +43,9 @@ util::Result<WorkerPackage> worker_package(const fs::path& resource_root) {
   for (const auto& f : p.files) {
     auto text = util::read_file(resource_root / f);
     if (!text) return std::unexpected(text.error());
-    all += f + '\0' + hub::sha256_hex(*text) + '\0';
+    all += f + '\0' + util::sha256_hex(*text) + '\0';
   }
-  p.hash = hub::sha256_hex(all).substr(0, 16);
+  p.hash = util::sha256_hex(all).substr(0, 16);
   return p;
 }
 

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "hub/oid.hpp"
 #include "remote/package.hpp"
+#include "util/digest.hpp"
 #include "util/paths.hpp"
 
 namespace ok::remote {
@@ -68,11 +68,11 @@ class SshTransport final : public eval::Transport {
         return fail(ErrorKind::kBadInput,
                     fmt::format("the {} {} is larger than {} MiB: too large to send to {}", field,
                                 local, kMaxStagedBytes >> 20, describe()));
-      const std::string sha = hub::sha256_hex(*bytes);
+      const std::string sha = util::sha256_hex(*bytes);
       const std::string name = fs::path(local).filename().string();
       const std::string k = sha + "/" + name;
       if (!staged_.contains(k))
-        files.push_back({{"name", name}, {"sha256", sha}, {"data", hub::base64_encode(*bytes)}});
+        files.push_back({{"name", name}, {"sha256", sha}, {"data", util::base64_encode(*bytes)}});
       pending.emplace_back(field, k);
       local_of_[k] = local;
     }

@@ -245,6 +245,40 @@ def test_ctrl_c_keeps_the_session_and_resume_continues(tmp_path: Path) -> None:
     assert rows == (done + 1,)
 
 
+def test_ctrl_c_while_preparing_the_problem_stops_at_once_and_keeps_the_session(
+        tmp_path: Path) -> None:
+    """The reference takes a minute to build, so Ctrl-C lands while the worker analyses it:
+    the worker is stopped (not waited for) and the session row is kept as interrupted."""
+    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    ref = tmp_path / "slow_init.py"
+    ref.write_text("import time, torch\nclass Model(torch.nn.Module):\n"
+                   "    def __init__(self):\n        super().__init__()\n        time.sleep(60)\n"
+                   "    def forward(self, x):\n        return torch.relu(x)\n\n"
+                   "def get_inputs():\n    return [torch.randn(8, 64)]\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    db = tmp_path / "db.sqlite"
+    args = [str(BINARY), "optimize", "--db", str(db), "--reference", str(ref), "--backend", "cpu",
+            "--model", "builtin", "--session", "early-1", "--out", str(tmp_path / "out"), *QUICK]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # the session is recorded; the worker now analyses the reference
+        seen.append(line)
+        if line.startswith("session early-1"):
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    began = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert time.monotonic() - began < 20, "Ctrl-C waited for the reference's build"
+    assert "openkernel optimize --resume early-1" in err, err
+    status = sqlite3.connect(db).execute("SELECT status FROM sessions WHERE id='early-1'").fetchone()
+    assert status == ("interrupted",)
+
+
 def test_kill_9_loses_at_most_the_attempt_in_flight_and_resume_continues(tmp_path: Path) -> None:
     env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
