@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,28 @@ def test_proton_tree_gives_per_kernel_times() -> None:
     assert kernels[0]["bytes_per_s"] == pytest.approx(67108864 / 53e-6)
 
 
+MANGLED_RELU = "_Z11relu_kernelIfEvPKfPfi"  # nvcc's name for relu_kernel<float>
+
+
+@pytest.mark.skipif(not shutil.which("c++filt"), reason="binutils' c++filt is not installed")
+def test_proton_names_of_cuda_kernels_are_demangled(monkeypatch) -> None:
+    leaf = {"metrics": {"count": 1, "device_type": "CUDA", "time (ns)": 2000}, "children": []}
+    odd = "_Z3foo\n$(touch /tmp/x)"  # not a plain symbol: never handed to c++filt
+    tree = {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+        {**leaf, "frame": {"name": MANGLED_RELU}}, {**leaf, "frame": {"name": "softmax_kernel"}},
+        {**leaf, "frame": {"name": odd}}]}
+    kernels = proton_report.parse_hatchet(tree)
+    names = profiling.demangle([k["name"] for k in kernels])
+    assert names == {MANGLED_RELU: "void relu_kernel<float>(float const*, float*, int)"}
+    kernels = proton_report.demangled(kernels, names)
+    by_name = {k["name"]: k for k in kernels}
+    assert by_name["void relu_kernel<float>(float const*, float*, int)"]["mangled_name"] == (
+        MANGLED_RELU)
+    assert "mangled_name" not in by_name["softmax_kernel"] and odd in by_name
+    monkeypatch.setenv("PATH", "/nonexistent")  # no c++filt: the names stay as Proton gave them
+    assert profiling.demangle([MANGLED_RELU]) == {}
+
+
 @pytest.mark.parametrize("data", [[], {}, [1], "x", [{"metrics": {}}]])
 def test_proton_malformed(data: Any) -> None:
     with pytest.raises(proton_report.ReportError):
@@ -200,10 +223,10 @@ def test_a_profile_past_its_time_box_is_stopped(tmp_path: Path, tiny_reference: 
     assert not marker.exists()
 
 
-def success_body(csv_path: Path) -> str:
+def success_body(csv_path: Path, import_check: str = "") -> str:
     """A fake ncu: the profiling run records where it ran into the report file it was asked to
-    export; `--import` prints the recorded CSV."""
-    return (f'case " $* " in *" --import "*) cat {csv_path}; exit 0;; esac\n'
+    export; `--import` (after the shell `import_check`) prints the recorded CSV."""
+    return (f'case " $* " in *" --import "*) {import_check} cat {csv_path}; exit 0;; esac\n'
             'out=""; prev=""\n'
             'for a in "$@"; do [ "$prev" = "--export" ] && out="$a"; prev="$a"; done\n'
             'echo "host=$(hostname) args=$*" > "$out"\n'
@@ -231,8 +254,14 @@ def test_ncu_runs_inside_the_sandbox_bound_read_only(tmp_path: Path, tiny_refere
                                                      monkeypatch) -> None:
     tools = tmp_path / "nsight"
     tools.mkdir()
-    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tools,
-                                                      success_body(DATA / "synthetic_raw.csv")))
+    # ncu's folder is bound read-only: the fake's CSV lies there, since the import runs in the
+    # sandbox too (and fails outside it), reading the worker's private copy of the report
+    csv = tools / "raw.csv"
+    csv.write_text((DATA / "synthetic_raw.csv").read_text())
+    inside = ('[ "$(hostname)" = openkernel-sandbox ] || { echo "==ERROR== import outside"; '
+              'exit 1; }; case "$2" in *openkernel-ncu-*) ;; *) echo "==ERROR== not the copy"; '
+              'exit 1;; esac;')
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tools, success_body(csv, inside)))
     t = target(tmp_path, tiny_reference, no_sandbox=False)
     t.keep_report = str(tmp_path / "report.ncu-rep")
     found, limit = profiling.run_deep(t, timeout_s=60)
