@@ -35,6 +35,10 @@ from .profile_run import (SECTIONS, Limit, ProfileScratch, Target, classify, fin
 from .sandbox import SandboxUnavailable
 
 TIERS = ("basic", "proton", "deep")
+# Set (to 1) to run the proton and deep tiers on a CPU evaluation too: ncu then sees no GPU kernel
+# (no_kernels_profiled) unless the profiler is a recorded stand-in, which is what this is for (the
+# CPU tests drive the real path: sandbox, profiled process, report copy, import, parse, cache).
+PROFILE_ON_CPU_ENV = "OPENKERNEL_PROFILE_ON_CPU"
 CACHE_VERSION = 1
 FALLBACK = frozenset({"profiler_missing", "counters_not_permitted", "gpu_unsupported"})
 
@@ -234,7 +238,7 @@ def run_tiers(requested: str, target: Target, timeout_s: float, cache_root: str,
                            "cached": False}
     if requested == "basic":
         return out
-    if not target.device.startswith("cuda"):
+    if not target.device.startswith("cuda") and os.environ.get(PROFILE_ON_CPU_ENV) != "1":
         out["flags"].append(Limit("no_gpu", f"the {requested} tier profiles GPU kernels; this "
                                             "evaluation ran on the CPU").describe())
         out["seconds"] = 0.0
@@ -297,7 +301,7 @@ def _run_for(ev: Any) -> dict[str, Any]:
     target = Target(reference=ev.ref.path, candidate=ev.opts.candidate,
                     overrides=dict(ev.opts.overrides), init_seed=ev.init_seed,
                     seed=ev.rng.getrandbits(31), device=ev.device,
-                    env=ev.candidate_env() if ev.device.startswith("cuda") else {},
+                    env=ev.candidate_env(),
                     opts=ev.opts, extensions_dir=ev.extensions_dir())
     gpu = ""
     if ev.device.startswith("cuda"):
@@ -309,3 +313,29 @@ def _run_for(ev: Any) -> dict[str, Any]:
         return cache_key(tier, target, ev.candidate_hash, ev.ref.source_hash, gpu)
 
     return run_tiers(ev.opts.profile_tier, target, ev.opts.timeout_s, ev.cache_root(), key_of)
+
+
+def profile_only(req: dict[str, Any]) -> dict[str, Any]:
+    """The worker's `profile` op (docs/worker-protocol.md): the tier `profile` (default deep) of
+    a candidate the caller already evaluated correct, without evaluating it again: {"profile":
+    the keys attach adds (tier, requested_tier, kernel_metrics, tool, flags, seconds, cached,
+    report_file)}. Same request fields, seeds, sandbox, time box and cache as an evaluation's
+    tier; a limit is a flag, never an error."""
+    from .evaluate import Evaluation
+    from .options import BadInput, Options
+
+    opts = Options.from_request({**req, "profile": req.get("profile") or "deep"})
+    if opts.profile_tier == "basic":
+        raise BadInput("profile: the profile op runs proton or deep; basic comes with evaluate")
+    ev = Evaluation(opts)
+    if ev.candidate_defect is not None:
+        raise BadInput(f"candidate: {ev.candidate_defect}")
+    ev.init_seed = ev.trial_rng.getrandbits(31)  # the init seed the evaluation drew first
+    t0 = time.monotonic()
+    try:
+        return {"profile": _run_for(ev)}
+    except Exception as e:  # noqa: BLE001 - a profile's failure is a flag, as in attach
+        return {"profile": {"tier": "basic", "requested_tier": opts.profile_tier,
+                            "cached": False, "seconds": round(time.monotonic() - t0, 3),
+                            "flags": [Limit("profile_failed", f"the profiling tier failed: "
+                                            f"{type(e).__name__}: {e}"[:600]).describe()]}}

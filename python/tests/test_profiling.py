@@ -409,3 +409,64 @@ def test_a_failing_tier_is_a_flag_not_a_failed_evaluation(monkeypatch) -> None:
     assert prof["flags"][0]["flag"] == "profile_failed"
     assert "RecursionError" in prof["flags"][0]["message"]
     assert "profile_tier" in ev.phases
+
+
+# -- the profile op: the deep tier's real path on the CPU with a recorded stand-in for ncu -------------
+
+def stand_in_ncu(tmp_path: Path, raw: str) -> Path:
+    """A folder holding fake_ncu (as `ncu`) and the recorded raw page `raw`."""
+    tools = tmp_path / "nsight"
+    tools.mkdir(exist_ok=True)
+    shutil.copy(DATA / "fake_ncu", tools / "ncu")
+    shutil.copy(DATA / raw, tools / "raw.csv")
+    return tools / "ncu"
+
+
+@pytest.mark.parametrize("no_sandbox", [True, False])
+def test_the_profile_op_runs_ncu_around_a_real_forward(tmp_path: Path, tiny_reference: str,
+                                                       write, monkeypatch, no_sandbox) -> None:
+    if not no_sandbox and not probe("cpu").ok:
+        pytest.skip("bwrap cannot run here")
+    from test_evaluate import CORRECT  # a native CPU kernel: the profiled process runs it
+
+    monkeypatch.setenv(profile_run.NCU_ENV, str(stand_in_ncu(tmp_path, "low_occupancy_raw.csv")))
+    monkeypatch.setenv(profiling.PROFILE_ON_CPU_ENV, "1")
+    req = {"reference": tiny_reference, "candidate": write("c.py", CORRECT), "backend": "cpu",
+           "no_sandbox": no_sandbox, "timeout_s": 120, "cache_dir": str(tmp_path / "cache")}
+    prof = profiling.profile_only(req)["profile"]
+    assert (prof["tier"], prof["requested_tier"], prof["cached"]) == ("deep", "deep", False)
+    assert prof["flags"] == []
+    k = prof["kernel_metrics"][0]
+    assert k["name"] == "void swish_kernel<float>(float const*, float*, long)"
+    assert k["achieved_occupancy_pct"] == 18.5 and k["occupancy_limiter"]["by"] == ["registers"]
+    assert prof["tool"]["version"].endswith("(openkernel fake)")
+    # the stand-in wrote the report only after the profiled forward (the candidate's) exited 0
+    report = Path(prof["report_file"]).read_text()
+    assert "openkernel_worker.profile_forward" in report and "--profile-from-start off" in report
+    again = profiling.profile_only(req)["profile"]
+    assert again["cached"] is True and again["kernel_metrics"] == prof["kernel_metrics"]
+
+
+def test_the_profile_op_reports_a_failing_forward_and_a_missing_ncu(tmp_path: Path,
+                                                                    tiny_reference: str, write,
+                                                                    monkeypatch) -> None:
+    monkeypatch.setenv(profile_run.NCU_ENV, str(stand_in_ncu(tmp_path, "low_occupancy_raw.csv")))
+    monkeypatch.setenv(profiling.PROFILE_ON_CPU_ENV, "1")
+    broken = write("b.py", "import torch\nclass ModelNew(torch.nn.Module):\n"
+                           "    def __init__(self, *args):\n        super().__init__()\n"
+                           "    def forward(self, *x):\n        raise RuntimeError('boom')\n")
+    req = {"reference": tiny_reference, "candidate": broken, "backend": "cpu",
+           "no_sandbox": True, "timeout_s": 120, "cache_dir": str(tmp_path / "cache")}
+    prof = profiling.profile_only(req)["profile"]
+    assert prof["tier"] == "basic" and prof["flags"][0]["flag"] == "profile_failed"
+    assert "the candidate failed" in prof["flags"][0]["message"]
+    assert "boom" in prof["flags"][0]["message"]
+    monkeypatch.setenv(profile_run.NCU_ENV, str(tmp_path / "absent"))
+    monkeypatch.setattr(profiling, "proton_available", lambda: False)
+    prof = profiling.profile_only({**req, "candidate": write("c.py", CANDIDATE)})["profile"]
+    assert [f["flag"] for f in prof["flags"]] == ["profiler_missing", "profiler_missing"]
+    monkeypatch.delenv(profiling.PROFILE_ON_CPU_ENV)
+    prof = profiling.profile_only(req)["profile"]  # the CPU without the switch: not profiled
+    assert prof["flags"][0]["flag"] == "no_gpu"
+    with pytest.raises(BadInput, match="profile op runs proton or deep"):
+        profiling.profile_only({**req, "profile": "basic"})
