@@ -470,3 +470,32 @@ def test_the_profile_op_reports_a_failing_forward_and_a_missing_ncu(tmp_path: Pa
     assert prof["flags"][0]["flag"] == "no_gpu"
     with pytest.raises(BadInput, match="profile op runs proton or deep"):
         profiling.profile_only({**req, "profile": "basic"})
+
+
+def test_the_gpu_runs_comparison_script_on_a_stand_in_profile(tmp_path: Path, tiny_reference: str,
+                                                              write, monkeypatch) -> None:
+    # tests/gpu/compare_ncu.py (run_h200_profiling.sh) on a deep profile: our metrics against the
+    # report file's import and a separate ncu command line, here all three from one recorded page
+    import subprocess
+    import sys
+
+    from test_evaluate import CORRECT
+
+    ncu = stand_in_ncu(tmp_path, "synthetic_raw.csv")
+    monkeypatch.setenv(profile_run.NCU_ENV, str(ncu))
+    monkeypatch.setenv(profiling.PROFILE_ON_CPU_ENV, "1")
+    candidate = write("c.py", CORRECT)
+    prof = profiling.profile_only({"reference": tiny_reference, "candidate": candidate,
+                                   "backend": "cpu", "no_sandbox": True, "timeout_s": 120,
+                                   "cache_dir": str(tmp_path / "cache")})["profile"]
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"device": "cpu", "profile": prof}))
+    script = Path(__file__).resolve().parents[2] / "tests/gpu/compare_ncu.py"
+    r = subprocess.run([sys.executable, str(script), str(result), tiny_reference, candidate,
+                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 metrics differ from the file; 0 of" in r.stdout
+    summary = json.loads((tmp_path / "cmp.compare.json").read_text())
+    assert summary["kernels"] == 2 and summary["cli_compared"] > 20
+    assert summary["cost"]["tool"]["name"] == "ncu"
