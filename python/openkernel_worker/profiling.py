@@ -14,6 +14,9 @@ cost), `cached`. A limit (no profiler, counters not permitted, unsupported GPU, 
 profiled process) degrades the tier, deep to proton to basic, and never fails the evaluation.
 Results are cached by the candidate's and the reference's source hashes, the overrides, the GPU,
 the tool's version and the sections (CACHE_VERSION), under the worker's cache folder.
+`profile_only(request)` is the worker's `profile` op: the tier alone for a candidate the engine
+already evaluated correct (optimize's deep profiles). ncu's report is read only through a private
+copy, and `ncu --import` runs under the same sandbox profile as the profiled process.
 """
 from __future__ import annotations
 
