@@ -16,6 +16,8 @@
 # (at most 8 files return). From the repo root on the GPU machine after scripts/bundle-device.sh
 # (ncu from PATH or OPENKERNEL_NCU):
 #   OUT=/tmp/okgpu-profiling tests/gpu/run_h200_profiling.sh
+# Within a 10-minute call, run the parts apart: PARTS=tiers (1.), PARTS=best with PROBLEMS="19 23"
+# then PROBLEMS="36 47 1" (2.); each call's archive holds that call's files.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/okgpu-profiling}
@@ -35,6 +37,7 @@ mkdir -p "$WORK"
   command -v ncu && ncu --version | tail -1
   echo "OPENKERNEL_NCU=${OPENKERNEL_NCU:-}"
   for spec in softmax_triton:23:triton relu_cuda:19:cuda; do
+    case " ${PARTS:-tiers best} " in *" tiers "*) ;; *) break;; esac
     IFS=: read -r cand problem backend <<<"$spec"
     for run in deep-1 deep-2 proton; do
       tier=${run%-*}
@@ -78,6 +81,7 @@ PY
   # A separate ncu command line (outside the sandbox and the worker, CSV straight to stdout) on
   # the same forward: each kernel's figures within 5% of the deep tier's (issue 25).
   for spec in softmax_triton:23_Softmax relu_cuda:19_ReLU; do
+    case " ${PARTS:-tiers best} " in *" tiers "*) ;; *) break;; esac
     IFS=: read -r cand ref <<<"$spec"
     python3 - "$KB/level1/$ref.py" "$C/$cand.py" "$WORK/$cand.deep-1.json" "$WORK/$cand.cli.csv" <<'PY'
 import json, os, subprocess, sys, tempfile
@@ -118,6 +122,7 @@ PY
   done
   # Issue 25's done-means: the builtin's best kernels of five level-1 problems, deep-profiled.
   for problem in ${PROBLEMS:-19 23 36 47 1}; do
+    case " ${PARTS:-tiers best} " in *" best "*) ;; *) break;; esac
     ref=$(ls "$KB"/level1/"${problem}"_*.py 2>/dev/null | head -1)
     tag=l1_${problem}
     t0=$(date +%s.%N)
