@@ -32,6 +32,7 @@ RUN_PACKAGES=(
   # is added when missing (a NodeSource nodejs bundles it)
   nodejs
   openssh-client  # --eval-host ssh://: the worker on a GPU host over the system's ssh
+  binutils  # c++filt: the proton tier demangles CUDA kernel names (docs/profiling.md)
 )
 TEST_PACKAGES=(
   python3-pytest

@@ -25,7 +25,8 @@ def _request(candidate: Code, reference: Optional[Code] = None, *,
              timing_budget: Optional[float] = None, threads: Optional[int] = None,
              strict: Optional[bool] = None, no_sandbox: Optional[bool] = None,
              cuda_graph: Optional[str] = None, rested: Optional[str] = None,
-             compile_baseline: Optional[bool] = None) -> Dict[str, Any]:
+             compile_baseline: Optional[bool] = None,
+             profile: Optional[str] = None) -> Dict[str, Any]:
     """One evaluation's options for the engine: the flags of `openkernel evaluate`."""
     options = {
         "candidate": as_path(candidate, "candidate"),
@@ -34,7 +35,7 @@ def _request(candidate: Code, reference: Optional[Code] = None, *,
         "set": _sets(sets), "device": device, "trials": trials, "seed": seed,
         "timeout": timeout, "timing_budget": timing_budget, "threads": threads,
         "strict": strict, "no_sandbox": no_sandbox, "cuda_graph": cuda_graph, "rested": rested,
-        "compile_baseline": compile_baseline,
+        "compile_baseline": compile_baseline, "profile": profile,
     }
     return {k: v for k, v in options.items() if v is not None}
 
@@ -120,7 +121,8 @@ def evaluate(candidate: Code, reference: Optional[Code] = None, *,
     break); or give ``level`` and ``problem`` (and ``kernelbench_dir``) for a KernelBench
     reference. Options, as the CLI's flags: backend, device, trials, seed, timeout,
     timing_budget, threads, sets (a dict: ``--set``), strict, no_sandbox, cuda_graph, rested,
-    compile_baseline, python, db. A fresh worker serves the call and stops after it; use an
+    compile_baseline, profile (``basic``, ``proton`` or ``deep``: ``--profile``, the result's
+    ``profile`` then names the tier that ran; docs/profiling.md), python, db. A fresh worker serves the call and stops after it; use an
     :class:`Evaluator` for many."""
     request = _request(candidate, reference, **options)
     engine = {k: v for k, v in (("backend", backend), ("python", python), ("db", db))

@@ -78,6 +78,7 @@ class EvalResult:
     speedup_compile: Optional[float]
     compile_baseline: Optional[Dict[str, Any]]
     roofline: Optional[Dict[str, Any]]
+    profile: Optional[Dict[str, Any]]  # the tier that ran and its evidence (docs/profiling.md)
     reference_cache: Optional[Dict[str, Any]]
     problem: Optional[Dict[str, Any]]
     candidate: Optional[Dict[str, Any]]

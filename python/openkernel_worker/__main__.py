@@ -41,6 +41,10 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "result": baseline(req)}
         if op == "device_info":
             return {"ok": True, "result": device_info(req_str(req, "device") or "cpu")}
+        if op == "profile":
+            from .profiling import profile_only
+
+            return {"ok": True, "result": profile_only(req)}
         if op == "ping":
             return {"ok": True, "result": {}}
         if op == "stage":

@@ -8,7 +8,8 @@ worker reads back. Everything the worker itself runs or reads from there goes th
   roots, and never inside the candidate's directories, the writable caches, /dev/shm or /tmp
   (`trusted_program`); even then the worker runs it only inside a build sandbox;
 - a build output is opened without following links and without blocking (a FIFO), must be a
-  regular file, and is copied from that descriptor (`read_regular`, `copy_regular`); a tree is
+  regular file, and is copied from that descriptor (`open_regular`, `read_regular`,
+  `copy_regular`; the profiling tiers read their reports the same way); a tree is
   copied only when it holds nothing but directories and regular files (`copy_tree_regular`);
 - what the cache keeps is written to a temporary file beside its place and renamed onto it
   (`replace_atomically`).
@@ -63,9 +64,10 @@ def trusted_program(name: str, search_path: str | None, forbidden: Sequence[str]
     return real
 
 
-def _open_regular(path: str) -> int:
+def open_regular(path: str) -> int:
     """A read descriptor of `path`, which must be a regular file and not a link (a FIFO would
-    block the worker: opened non-blocking, then refused)."""
+    block the worker: opened non-blocking, then refused). Whatever candidate code could have
+    written (a build output, a profiler's report) is read only through this."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -78,7 +80,7 @@ def _open_regular(path: str) -> int:
 
 def read_regular(path: str) -> bytes:
     """The bytes of a build output (a regular file, no link followed)."""
-    fd = _open_regular(path)
+    fd = open_regular(path)
     with os.fdopen(fd, "rb") as f:
         return f.read()
 
@@ -104,7 +106,7 @@ def replace_atomically(dest: str, fill: Callable[[BinaryIO], None], mode: int | 
 
 def copy_regular(src: str, dest: str, mode: int = 0o444) -> None:
     """Copies the regular file `src` (no link followed) to `dest` through replace_atomically."""
-    with os.fdopen(_open_regular(src), "rb") as f:
+    with os.fdopen(open_regular(src), "rb") as f:
         replace_atomically(dest, lambda out: shutil.copyfileobj(f, out), mode)
 
 

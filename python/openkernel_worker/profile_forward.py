@@ -48,7 +48,8 @@ def _forward(model: Any, inputs: list[Any]) -> None:
 
     with torch.no_grad():
         model(*inputs)
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def run(spec: dict[str, Any]) -> int:
@@ -68,6 +69,8 @@ def run(spec: dict[str, Any]) -> int:
             proton.start(os.path.splitext(spec["output"])[0], hook="triton")
             _forward(model, inputs)
             proton.finalize()
+        elif not str(spec["device"]).startswith("cuda"):
+            _forward(model, inputs)  # a CPU device (OPENKERNEL_PROFILE_ON_CPU): nothing to gate
         else:
             torch.cuda.profiler.start()
             _forward(model, inputs)

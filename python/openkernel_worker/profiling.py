@@ -14,6 +14,9 @@ cost), `cached`. A limit (no profiler, counters not permitted, unsupported GPU, 
 profiled process) degrades the tier, deep to proton to basic, and never fails the evaluation.
 Results are cached by the candidate's and the reference's source hashes, the overrides, the GPU,
 the tool's version and the sections (CACHE_VERSION), under the worker's cache folder.
+`profile_only(request)` is the worker's `profile` op: the tier alone for a candidate the engine
+already evaluated correct (optimize's deep profiles). ncu's report is read only through a private
+copy, and `ncu --import` runs under the same sandbox profile as the profiled process.
 """
 from __future__ import annotations
 
@@ -23,19 +26,22 @@ import importlib.util
 import json
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
 from typing import Any
 
-from . import ncu_report, private_json, proton_report, sandbox, verdicts
+from . import inline_safety, ncu_report, private_json, proton_report, sandbox, verdicts
 from .profile_forward import EXIT_CANDIDATE, EXIT_NO_PROFILER
 from .profile_run import (SECTIONS, Limit, ProfileScratch, Target, classify, find_ncu,
                           ncu_command, ncu_import_command, run_bounded, sandboxed, tool_roots)
 from .sandbox import SandboxUnavailable
 
 TIERS = ("basic", "proton", "deep")
+# Set (to 1) to run the proton and deep tiers on a CPU evaluation too: ncu then sees no GPU kernel
+# (no_kernels_profiled) unless the profiler is a recorded stand-in, which is what this is for (the
+# CPU tests drive the real path: sandbox, profiled process, report copy, import, parse, cache).
+PROFILE_ON_CPU_ENV = "OPENKERNEL_PROFILE_ON_CPU"
 CACHE_VERSION = 1
 FALLBACK = frozenset({"profiler_missing", "counters_not_permitted", "gpu_unsupported"})
 
@@ -71,39 +77,48 @@ def _failed_run(result: Any, tool: str) -> Limit | None:
     return classify(result.output, result.returncode, tool)
 
 
-def _profiled(scratch: ProfileScratch, target: Target, command: list[str], tool_dirs: list[str],
-              timeout_s: float, tool: str) -> tuple[Any, Limit | None]:
-    """`command` run in the sandbox in `scratch`, time-boxed: (its RunResult, why it gave no
-    profile or None)."""
+def _profiled(folder: str, target: Target, command: list[str], tool_dirs: list[str],
+              timeout_s: float, tool: str, profiled: bool = True) -> tuple[Any, Limit | None]:
+    """`command` run in the sandbox with `folder` as its scratch, time-boxed: (its RunResult,
+    why it gave no profile or None). `profiled`: the command runs profile_forward (whose exit
+    statuses say what failed), else only the tool itself (ncu --import)."""
     try:
-        argv, env = sandboxed(command, scratch.path, target, tool_dirs)
+        argv, env = sandboxed(command, folder, target, tool_dirs)
     except SandboxUnavailable as e:
         return None, Limit("sandbox_unavailable", str(e))
-    run = run_bounded(argv, env, scratch.path, timeout_s, tool)
+    run = run_bounded(argv, env, folder, timeout_s, tool)
+    if not profiled:
+        return run, run.limit or classify(run.output, run.returncode, tool)
     return run, _failed_run(run, tool)
 
 
 def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, Limit | None]:
-    """(the deep tier's additions, None) or (None, why not)."""
+    """(the deep tier's additions, None) or (None, why not). ncu profiles in one sandboxed run;
+    its report is copied out as a plain bounded file into a folder of the worker's own (kept in
+    the cache from there), and `ncu --import` reads that copy in a second run under the same
+    sandbox profile: ncu's parser never reads a file the candidate could still change, and runs
+    as confined as the profiled process did."""
     ncu = find_ncu()
     if ncu is None:
         return None, Limit("profiler_missing", "Nsight Compute (ncu) is not on PATH nor in "
                                                "/usr/local/cuda/bin; set OPENKERNEL_NCU")
     scratch = ProfileScratch(target, "ncu", "profile.ncu-rep")
-    private = tempfile.mkdtemp(prefix="openkernel-ncu-")  # the worker's own, never bound
-    report = None
+    private = tempfile.mkdtemp(prefix="openkernel-ncu-")  # the worker's own; the import's scratch
+    tools = tool_roots(ncu)
     try:
-        run, limit = _profiled(scratch, target, ncu_command(ncu, scratch.output, scratch.entry()),
-                               tool_roots(ncu), timeout_s, "ncu")
+        run, limit = _profiled(scratch.path, target,
+                               ncu_command(ncu, scratch.output, scratch.entry()), tools,
+                               timeout_s, "ncu")
         if limit is not None:
             return None, limit
         report, why = private_copy(scratch.output, private, MAX_REPORT_BYTES)
         if report is None:
             return None, Limit("no_kernels_profiled", f"ncu wrote no usable report ({why}): "
                                + run.output.strip()[-600:])
-        imported = run_bounded(ncu_import_command(ncu, report), sandbox.scrub_env(dict(os.environ)),
-                               private, timeout_s, "ncu --import")
-        limit = imported.limit or classify(imported.output, imported.returncode, "ncu --import")
+        if target.keep_report:
+            _keep(report, target.keep_report)  # before the import, which may write its folder
+        imported, limit = _profiled(private, target, ncu_import_command(ncu, report), tools,
+                                    timeout_s, "ncu --import", profiled=False)
         if limit is not None:
             return None, limit
         try:
@@ -117,8 +132,6 @@ def run_deep(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None, L
                          "profile_s": round(run.seconds, 3),
                          "import_s": round(imported.seconds, 3)}}, None
     finally:
-        if target.keep_report and report is not None:
-            _keep(report, target.keep_report)
         scratch.close()
         shutil.rmtree(private, ignore_errors=True)
 
@@ -131,25 +144,41 @@ def private_copy(path: str, folder: str, limit: int) -> tuple[str | None, str]:
     """(a copy of `path` in the worker's own `folder`, "") or (None, why not). The profiled
     process ran candidate code in the folder that holds `path`, so the file may be a link (to a
     file the candidate cannot read, or /dev/zero), a FIFO or huge: only a regular file of at most
-    `limit` bytes, opened without following a link, is copied; everything after reads the copy."""
+    `limit` bytes, opened without following a link (inline_safety.open_regular), is copied;
+    everything after reads the copy."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = inline_safety.open_regular(path)
     except FileNotFoundError:
         return None, "no file"
     except OSError as e:
-        return None, f"not a plain file: {e.strerror}"
+        return None, f"not a plain file: {e.strerror or e}"
     with os.fdopen(fd, "rb") as src:
-        st = os.fstat(src.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None, "not a regular file"
-        if st.st_size > limit:
-            return None, f"{st.st_size} bytes, more than {limit}"
+        size = os.fstat(src.fileno()).st_size
+        if size > limit:
+            return None, f"{size} bytes, more than {limit}"
         dest = os.path.join(folder, os.path.basename(path))
         with open(dest, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
             if out.tell() > limit:
                 return None, f"grew past {limit} bytes"
     return dest, ""
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """{mangled: readable} for the mangled C++ names among `names` (CUDA kernels as Proton
+    reports them), by binutils' c++filt in a process of its own (a crafted name cannot crash
+    the worker); {} when c++filt is missing or fails (the names stay as they were)."""
+    todo = [n for n in dict.fromkeys(names) if proton_report.is_mangled(n)]
+    cxxfilt = shutil.which("c++filt")
+    if not todo or cxxfilt is None:
+        return {}
+    try:
+        r = subprocess.run([cxxfilt], input="\n".join(todo) + "\n", capture_output=True,
+                           text=True, timeout=30, env=sandbox.scrub_env(dict(os.environ)))
+    except (OSError, subprocess.TimeoutExpired, UnicodeError):
+        return {}
+    out = r.stdout.splitlines()
+    return dict(zip(todo, out)) if r.returncode == 0 and len(out) == len(todo) else {}
 
 
 def _keep(report: str, dest: str) -> None:
@@ -167,7 +196,7 @@ def run_proton(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None,
                                                "this Python's Triton")
     scratch = ProfileScratch(target, "proton", "profile.hatchet")
     try:
-        run, limit = _profiled(scratch, target, scratch.entry(), [], timeout_s, "Proton")
+        run, limit = _profiled(scratch.path, target, scratch.entry(), [], timeout_s, "Proton")
         if limit is not None:
             return None, limit
         private = tempfile.mkdtemp(prefix="openkernel-proton-")
@@ -177,6 +206,7 @@ def run_proton(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None,
                 raise OSError(why)
             with open(hatchet) as f:
                 kernels = proton_report.parse_hatchet(json.load(f))
+            kernels = proton_report.demangled(kernels, demangle([k["name"] for k in kernels]))
         except (OSError, ValueError, RecursionError) as e:
             return None, Limit("profile_unreadable", f"Proton's output could not be read: {e}")
         finally:
@@ -211,7 +241,7 @@ def run_tiers(requested: str, target: Target, timeout_s: float, cache_root: str,
                            "cached": False}
     if requested == "basic":
         return out
-    if not target.device.startswith("cuda"):
+    if not target.device.startswith("cuda") and os.environ.get(PROFILE_ON_CPU_ENV) != "1":
         out["flags"].append(Limit("no_gpu", f"the {requested} tier profiles GPU kernels; this "
                                             "evaluation ran on the CPU").describe())
         out["seconds"] = 0.0
@@ -274,7 +304,7 @@ def _run_for(ev: Any) -> dict[str, Any]:
     target = Target(reference=ev.ref.path, candidate=ev.opts.candidate,
                     overrides=dict(ev.opts.overrides), init_seed=ev.init_seed,
                     seed=ev.rng.getrandbits(31), device=ev.device,
-                    env=ev.candidate_env() if ev.device.startswith("cuda") else {},
+                    env=ev.candidate_env(),
                     opts=ev.opts, extensions_dir=ev.extensions_dir())
     gpu = ""
     if ev.device.startswith("cuda"):
@@ -286,3 +316,29 @@ def _run_for(ev: Any) -> dict[str, Any]:
         return cache_key(tier, target, ev.candidate_hash, ev.ref.source_hash, gpu)
 
     return run_tiers(ev.opts.profile_tier, target, ev.opts.timeout_s, ev.cache_root(), key_of)
+
+
+def profile_only(req: dict[str, Any]) -> dict[str, Any]:
+    """The worker's `profile` op (docs/worker-protocol.md): the tier `profile` (default deep) of
+    a candidate the caller already evaluated correct, without evaluating it again: {"profile":
+    the keys attach adds (tier, requested_tier, kernel_metrics, tool, flags, seconds, cached,
+    report_file)}. Same request fields, seeds, sandbox, time box and cache as an evaluation's
+    tier; a limit is a flag, never an error."""
+    from .evaluate import Evaluation
+    from .options import BadInput, Options
+
+    opts = Options.from_request({**req, "profile": req.get("profile") or "deep"})
+    if opts.profile_tier == "basic":
+        raise BadInput("profile: the profile op runs proton or deep; basic comes with evaluate")
+    ev = Evaluation(opts)
+    if ev.candidate_defect is not None:
+        raise BadInput(f"candidate: {ev.candidate_defect}")
+    ev.init_seed = ev.trial_rng.getrandbits(31)  # the init seed the evaluation drew first
+    t0 = time.monotonic()
+    try:
+        return {"profile": _run_for(ev)}
+    except Exception as e:  # noqa: BLE001 - a profile's failure is a flag, as in attach
+        return {"profile": {"tier": "basic", "requested_tier": opts.profile_tier,
+                            "cached": False, "seconds": round(time.monotonic() - t0, 3),
+                            "flags": [Limit("profile_failed", f"the profiling tier failed: "
+                                            f"{type(e).__name__}: {e}"[:600]).describe()]}}

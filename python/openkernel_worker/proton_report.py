@@ -11,10 +11,19 @@ entry. Pure functions.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 TIME_KEYS = ("time (ns)", "time(ns)", "time_ns")
 EXTRA = ("flops", "flops8", "flops16", "flops32", "flops64", "bytes")
+
+
+MANGLED = re.compile(r"_Z[A-Za-z0-9_$.]+")  # an Itanium C++ ABI symbol (nvcc's kernel names)
+MAX_MANGLED = 4096
+
+
+def is_mangled(name: str) -> bool:
+    return len(name) <= MAX_MANGLED and MANGLED.fullmatch(name) is not None
 
 
 class ReportError(ValueError):
@@ -44,7 +53,8 @@ def _walk(node: Any, found: dict[str, dict[str, Any]], depth: int = 0) -> None:
     t = _time_ns(metrics)
     children = node.get("children") if isinstance(node.get("children"), list) else []
     if t is not None and "device_type" in metrics and not children and name != "ROOT":
-        k = found.setdefault(name, {"name": name[:300], "count": 0, "duration_us": 0.0})
+        short = name if is_mangled(name) else name[:300]  # a mangled one is demangled whole
+        k = found.setdefault(name, {"name": short, "count": 0, "duration_us": 0.0})
         k["count"] += int(_num(metrics.get("count")) or 1)
         k["duration_us"] += t / 1e3
         for key in EXTRA:
@@ -69,4 +79,15 @@ def parse_hatchet(data: Any) -> list[dict[str, Any]]:
             k["flops_per_s"] = k["flops"] / seconds
         if seconds > 0 and "bytes" in k:
             k["bytes_per_s"] = k["bytes"] / seconds
+    return kernels
+
+
+def demangled(kernels: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    """`kernels` with each mangled name that `names` maps to a readable one replaced (the mangled
+    one kept as `mangled_name`)."""
+    for k in kernels:
+        readable = names.get(k["name"], "").strip()
+        if readable and readable != k["name"]:
+            k["mangled_name"] = k["name"]
+            k["name"] = readable[:300]
     return kernels

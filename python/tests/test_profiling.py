@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,28 @@ def test_proton_tree_gives_per_kernel_times() -> None:
     assert kernels[0]["bytes_per_s"] == pytest.approx(67108864 / 53e-6)
 
 
+MANGLED_RELU = "_Z11relu_kernelIfEvPKfPfi"  # nvcc's name for relu_kernel<float>
+
+
+@pytest.mark.skipif(not shutil.which("c++filt"), reason="binutils' c++filt is not installed")
+def test_proton_names_of_cuda_kernels_are_demangled(monkeypatch) -> None:
+    leaf = {"metrics": {"count": 1, "device_type": "CUDA", "time (ns)": 2000}, "children": []}
+    odd = "_Z3foo\n$(touch /tmp/x)"  # not a plain symbol: never handed to c++filt
+    tree = {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+        {**leaf, "frame": {"name": MANGLED_RELU}}, {**leaf, "frame": {"name": "softmax_kernel"}},
+        {**leaf, "frame": {"name": odd}}]}
+    kernels = proton_report.parse_hatchet(tree)
+    names = profiling.demangle([k["name"] for k in kernels])
+    assert names == {MANGLED_RELU: "void relu_kernel<float>(float const*, float*, int)"}
+    kernels = proton_report.demangled(kernels, names)
+    by_name = {k["name"]: k for k in kernels}
+    assert by_name["void relu_kernel<float>(float const*, float*, int)"]["mangled_name"] == (
+        MANGLED_RELU)
+    assert "mangled_name" not in by_name["softmax_kernel"] and odd in by_name
+    monkeypatch.setenv("PATH", "/nonexistent")  # no c++filt: the names stay as Proton gave them
+    assert profiling.demangle([MANGLED_RELU]) == {}
+
+
 @pytest.mark.parametrize("data", [[], {}, [1], "x", [{"metrics": {}}]])
 def test_proton_malformed(data: Any) -> None:
     with pytest.raises(proton_report.ReportError):
@@ -200,10 +223,10 @@ def test_a_profile_past_its_time_box_is_stopped(tmp_path: Path, tiny_reference: 
     assert not marker.exists()
 
 
-def success_body(csv_path: Path) -> str:
+def success_body(csv_path: Path, import_check: str = "") -> str:
     """A fake ncu: the profiling run records where it ran into the report file it was asked to
-    export; `--import` prints the recorded CSV."""
-    return (f'case " $* " in *" --import "*) cat {csv_path}; exit 0;; esac\n'
+    export; `--import` (after the shell `import_check`) prints the recorded CSV."""
+    return (f'case " $* " in *" --import "*) {import_check} cat {csv_path}; exit 0;; esac\n'
             'out=""; prev=""\n'
             'for a in "$@"; do [ "$prev" = "--export" ] && out="$a"; prev="$a"; done\n'
             'echo "host=$(hostname) args=$*" > "$out"\n'
@@ -231,8 +254,14 @@ def test_ncu_runs_inside_the_sandbox_bound_read_only(tmp_path: Path, tiny_refere
                                                      monkeypatch) -> None:
     tools = tmp_path / "nsight"
     tools.mkdir()
-    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tools,
-                                                      success_body(DATA / "synthetic_raw.csv")))
+    # ncu's folder is bound read-only: the fake's CSV lies there, since the import runs in the
+    # sandbox too (and fails outside it), reading the worker's private copy of the report
+    csv = tools / "raw.csv"
+    csv.write_text((DATA / "synthetic_raw.csv").read_text())
+    inside = ('[ "$(hostname)" = openkernel-sandbox ] || { echo "==ERROR== import outside"; '
+              'exit 1; }; case "$2" in *openkernel-ncu-*) ;; *) echo "==ERROR== not the copy"; '
+              'exit 1;; esac;')
+    monkeypatch.setenv(profile_run.NCU_ENV, fake_tool(tools, success_body(csv, inside)))
     t = target(tmp_path, tiny_reference, no_sandbox=False)
     t.keep_report = str(tmp_path / "report.ncu-rep")
     found, limit = profiling.run_deep(t, timeout_s=60)
@@ -380,3 +409,93 @@ def test_a_failing_tier_is_a_flag_not_a_failed_evaluation(monkeypatch) -> None:
     assert prof["flags"][0]["flag"] == "profile_failed"
     assert "RecursionError" in prof["flags"][0]["message"]
     assert "profile_tier" in ev.phases
+
+
+# -- the profile op: the deep tier's real path on the CPU with a recorded stand-in for ncu -------------
+
+def stand_in_ncu(tmp_path: Path, raw: str) -> Path:
+    """A folder holding fake_ncu (as `ncu`) and the recorded raw page `raw`."""
+    tools = tmp_path / "nsight"
+    tools.mkdir(exist_ok=True)
+    shutil.copy(DATA / "fake_ncu", tools / "ncu")
+    shutil.copy(DATA / raw, tools / "raw.csv")
+    return tools / "ncu"
+
+
+@pytest.mark.parametrize("no_sandbox", [True, False])
+def test_the_profile_op_runs_ncu_around_a_real_forward(tmp_path: Path, tiny_reference: str,
+                                                       write, monkeypatch, no_sandbox) -> None:
+    if not no_sandbox and not probe("cpu").ok:
+        pytest.skip("bwrap cannot run here")
+    from test_evaluate import CORRECT  # a native CPU kernel: the profiled process runs it
+
+    monkeypatch.setenv(profile_run.NCU_ENV, str(stand_in_ncu(tmp_path, "low_occupancy_raw.csv")))
+    monkeypatch.setenv(profiling.PROFILE_ON_CPU_ENV, "1")
+    req = {"reference": tiny_reference, "candidate": write("c.py", CORRECT), "backend": "cpu",
+           "no_sandbox": no_sandbox, "timeout_s": 120, "cache_dir": str(tmp_path / "cache")}
+    prof = profiling.profile_only(req)["profile"]
+    assert (prof["tier"], prof["requested_tier"], prof["cached"]) == ("deep", "deep", False)
+    assert prof["flags"] == []
+    k = prof["kernel_metrics"][0]
+    assert k["name"] == "void swish_kernel<float>(float const*, float*, long)"
+    assert k["achieved_occupancy_pct"] == 18.5 and k["occupancy_limiter"]["by"] == ["registers"]
+    assert prof["tool"]["version"].endswith("(openkernel fake)")
+    # the stand-in wrote the report only after the profiled forward (the candidate's) exited 0
+    report = Path(prof["report_file"]).read_text()
+    assert "openkernel_worker.profile_forward" in report and "--profile-from-start off" in report
+    again = profiling.profile_only(req)["profile"]
+    assert again["cached"] is True and again["kernel_metrics"] == prof["kernel_metrics"]
+
+
+def test_the_profile_op_reports_a_failing_forward_and_a_missing_ncu(tmp_path: Path,
+                                                                    tiny_reference: str, write,
+                                                                    monkeypatch) -> None:
+    monkeypatch.setenv(profile_run.NCU_ENV, str(stand_in_ncu(tmp_path, "low_occupancy_raw.csv")))
+    monkeypatch.setenv(profiling.PROFILE_ON_CPU_ENV, "1")
+    broken = write("b.py", "import torch\nclass ModelNew(torch.nn.Module):\n"
+                           "    def __init__(self, *args):\n        super().__init__()\n"
+                           "    def forward(self, *x):\n        raise RuntimeError('boom')\n")
+    req = {"reference": tiny_reference, "candidate": broken, "backend": "cpu",
+           "no_sandbox": True, "timeout_s": 120, "cache_dir": str(tmp_path / "cache")}
+    prof = profiling.profile_only(req)["profile"]
+    assert prof["tier"] == "basic" and prof["flags"][0]["flag"] == "profile_failed"
+    assert "the candidate failed" in prof["flags"][0]["message"]
+    assert "boom" in prof["flags"][0]["message"]
+    monkeypatch.setenv(profile_run.NCU_ENV, str(tmp_path / "absent"))
+    monkeypatch.setattr(profiling, "proton_available", lambda: False)
+    prof = profiling.profile_only({**req, "candidate": write("c.py", CANDIDATE)})["profile"]
+    assert [f["flag"] for f in prof["flags"]] == ["profiler_missing", "profiler_missing"]
+    monkeypatch.delenv(profiling.PROFILE_ON_CPU_ENV)
+    prof = profiling.profile_only(req)["profile"]  # the CPU without the switch: not profiled
+    assert prof["flags"][0]["flag"] == "no_gpu"
+    with pytest.raises(BadInput, match="profile op runs proton or deep"):
+        profiling.profile_only({**req, "profile": "basic"})
+
+
+def test_the_gpu_runs_comparison_script_on_a_stand_in_profile(tmp_path: Path, tiny_reference: str,
+                                                              write, monkeypatch) -> None:
+    # tests/gpu/compare_ncu.py (run_h200_profiling.sh) on a deep profile: our metrics against the
+    # report file's import and a separate ncu command line, here all three from one recorded page
+    import subprocess
+    import sys
+
+    from test_evaluate import CORRECT
+
+    ncu = stand_in_ncu(tmp_path, "synthetic_raw.csv")
+    monkeypatch.setenv(profile_run.NCU_ENV, str(ncu))
+    monkeypatch.setenv(profiling.PROFILE_ON_CPU_ENV, "1")
+    candidate = write("c.py", CORRECT)
+    prof = profiling.profile_only({"reference": tiny_reference, "candidate": candidate,
+                                   "backend": "cpu", "no_sandbox": True, "timeout_s": 120,
+                                   "cache_dir": str(tmp_path / "cache")})["profile"]
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"device": "cpu", "profile": prof}))
+    script = Path(__file__).resolve().parents[2] / "tests/gpu/compare_ncu.py"
+    r = subprocess.run([sys.executable, str(script), str(result), tiny_reference, candidate,
+                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 metrics differ from the file; 0 of" in r.stdout
+    summary = json.loads((tmp_path / "cmp.compare.json").read_text())
+    assert summary["kernels"] == 2 and summary["cli_compared"] > 20
+    assert summary["cost"]["tool"]["name"] == "ncu"

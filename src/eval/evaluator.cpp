@@ -49,6 +49,22 @@ util::Result<json> evaluate(Worker& worker, const EvalRequest& request,
   return r;
 }
 
+util::Result<json> profile_candidate(Worker& worker, const EvalRequest& request,
+                                     const std::atomic<bool>* cancel) {
+  json j = to_json(request);
+  j["op"] = "profile";
+  j["profile"] = request.profile == "basic" ? std::string("deep") : request.profile;
+  j.erase("spare");
+  j.erase("compile_baseline");
+  // The profiled run and the report's import are each bounded by timeout_s inside the worker.
+  auto limit = std::chrono::seconds(static_cast<long long>(2 * request.limits.timeout_s + 300));
+  auto r = worker.call(j, limit, cancel);
+  if (!r) return r;
+  if (!r->contains("profile") || !(*r)["profile"].is_object())
+    return util::fail(util::ErrorKind::kInternal, "the worker's profile reply has no profile");
+  return (*r)["profile"];
+}
+
 static std::string us(const json& v) {
   if (!v.is_number()) return "-";
   double x = v.get<double>();

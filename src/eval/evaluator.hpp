@@ -39,6 +39,12 @@ nlohmann::json to_json(const EvalRequest& r);
 // `cancel`: see Worker::call.
 util::Result<nlohmann::json> evaluate(Worker& worker, const EvalRequest& request,
                                       const std::atomic<bool>* cancel = nullptr);
+// The profiling tier `request.profile` (proton or deep; basic asks for deep) of a candidate the
+// caller already evaluated correct, without evaluating it again (the worker's `profile` op,
+// docs/worker-protocol.md): the keys the tier adds to an evaluation's `profile` (tier, flags,
+// kernel_metrics, ...: docs/profiling.md). A profiler's limit is a flag in it, not an error.
+util::Result<nlohmann::json> profile_candidate(Worker& worker, const EvalRequest& request,
+                                               const std::atomic<bool>* cancel = nullptr);
 // The short human report printed without --json.
 std::string format_report(const nlohmann::json& result);
 

@@ -43,7 +43,8 @@ const json& diagnosis_schema() {
         "type": "object", "required": ["action", "expected_gain"],
         "properties": {"action": {"type": "string"}, "expected_gain": {"type": "number"},
                        "rationale": {"type": "string"}}}},
-      "expected_gain": {"type": "number"}
+      "expected_gain": {"type": "number"},
+      "profile_request": {"type": "boolean"}
     }
   })");
   return schema;
@@ -75,6 +76,15 @@ json summarize_result(const json& r) {
     s["profile"] = {{"kernel_table", p.value("kernel_table", json::array())},
                     {"op_table", p.value("op_table", json::array())},
                     {"torch_ops", p.value("torch_ops", json::array())}};
+    // A deeper tier: which ran and its flags (its metrics reach the critic through the rule-based
+    // reading, profile::refine_diagnosis, within a kilobyte).
+    if (p.contains("tier") && p["tier"].is_string() && p["tier"] != "basic") {
+      s["profile"]["tier"] = p["tier"];
+      if (p.contains("kernel_metrics") && p["kernel_metrics"].is_array())
+        s["profile"]["kernels_profiled"] = p["kernel_metrics"].size();
+    }
+    if (p.contains("flags") && p["flags"].is_array() && !p["flags"].empty())
+      s["profile"]["flags"] = p["flags"];
   }
   return s;
 }

@@ -149,6 +149,11 @@ util::Result<bool> Loop::step(std::string& stopping) {
   // A diagnosed front teaches the planner, which may issue the next generation at once.
   if (flights_.front().settled && diagnosed(flights_.front())) {
     Flight& f = flights_.front();
+    // The critic may ask for a deep profile first: it waits for a free device (nothing new goes
+    // to the device meanwhile), then the critic diagnoses again with the profile.
+    const ProfileStep asked = drop ? ProfileStep::kNone : serve_profile_request(f);
+    if (asked == ProfileStep::kWaiting) return progressed;
+    if (asked == ProfileStep::kStarted) return true;
     if (auto r = conclude_attempt(f); !r) return std::unexpected(r.error());
     stop_at(f);
     flights_.pop_front();
@@ -197,6 +202,7 @@ void Loop::finish_session(const std::string& stopping) {
     outcome_.best_path = options_.out_dir / ("best_" + file_stem(problem_.name) + ".py");
     if (auto src = util::read_file(b.path)) (void)util::write_file(outcome_.best_path, *src);
   }
+  if (outcome_.status == "finished") profile_final_best();
   if (outcome_.status == "finished") {
     update_population();
     learn_skills();
@@ -286,13 +292,7 @@ util::Result<void> Loop::take_generation(Flight& f, bool device_stopped) {
 void Loop::send_to_device(Flight& f) {
   const Attempt& a = f.attempt;
   observer_.evaluating(standing(), a.number, a.description);
-  eval::EvalRequest req;
-  req.reference = options_.reference;
-  req.candidate = a.path;
-  req.backend = options_.backend;
-  req.limits = options_.limits;
-  req.overrides = options_.overrides;
-  req.cache_dir = deps_.cache_dir;
+  eval::EvalRequest req = request_for(a);
   req.spare = true;  // the session's next evaluation starts without waiting for a process
   // The torch.compile baseline once per session, on the GPU (docs/optimize.md).
   if (options_.compile_baseline && options_.backend != "cpu" && !outcome_.compile_runtime_us &&
@@ -328,6 +328,8 @@ util::Result<void> Loop::take_evaluation(Flight& f) {
   a.correct = r.value("correct", false) && r.value("valid", false);
   if (a.correct && r["speedup"].is_number()) a.speedup = r["speedup"].get<double>();
   a.runtime_us = median_of(r, "runtime_us");
+  // --mode deep: a new best is profiled before its diagnosis, which then reads the profile.
+  if (wants_best_profile(a)) profile_into(a, r, "a new best");
   if (auto e = median_of(r, "ref_runtime_us"); e && a.correct) outcome_.eager_runtime_us = e;
   if (auto c = median_of(r, "compile_runtime_us")) {
     outcome_.compile_runtime_us = c;
@@ -346,6 +348,7 @@ util::Result<void> Loop::take_evaluation(Flight& f) {
   if (!ids) return std::unexpected(ids.error());
   a.evaluation_id = ids->evaluation_id;
   f.candidate_id = ids->candidate_id;
+  f.result = r;
   if (!cancelled()) {
     Critic* critic = deps_.critic;
     f.diagnosis =
@@ -420,9 +423,9 @@ util::Result<void> Loop::record_attempt(Flight& f) {
 util::Result<void> Loop::conclude_attempt(Flight& f) {
   if (f.nothing_to_record) return {};
   Attempt& a = outcome_.attempts[f.index];
-  if (f.diagnosis.valid()) {
-    a.diagnosis = f.diagnosis.get();
-    a.cost_usd += f.critic_cost;
+  if (f.diagnosis.valid() || f.diagnosis_taken) {
+    a.diagnosis = f.diagnosis_taken ? *f.diagnosis_taken : f.diagnosis.get();
+    a.cost_usd += f.critic_cost + f.critic_cost_again;
     a.wall_s = seconds_since(f.issued);
     if (auto r = deps_.store->update_attempt_diagnosis(
             session_id_, a.number, a.diagnosis.is_null() ? "" : a.diagnosis.dump(), a.cost_usd,

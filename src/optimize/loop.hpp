@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/evaluator.hpp"
 #include "optimize/observer.hpp"
 #include "optimize/prebuild.hpp"
 #include "optimize/session.hpp"
@@ -50,6 +51,20 @@ struct Flight {
   std::future<nlohmann::json> diagnosis;
   double critic_cost = 0;
   size_t index = 0;  // into the session's attempts, once recorded
+  // Deep profiles (loop_profile.cpp): the evaluation's result (with its profile), the diagnosis
+  // once taken from `diagnosis` to see whether the critic asked for a profile, whether that
+  // question was settled, and what the second diagnosis (with the profile) cost.
+  nlohmann::json result;
+  std::optional<nlohmann::json> diagnosis_taken;
+  bool profile_asked = false;
+  double critic_cost_again = 0;
+};
+
+// What serve_profile_request did for the front flight.
+enum class ProfileStep {
+  kNone,     // nothing asked (or not granted): the flight may conclude
+  kWaiting,  // granted, but the device is busy: the flight waits, nothing new goes to the device
+  kStarted,  // profiled; the critic diagnoses again with the profile
 };
 
 // Why an intent failed, as the strategy population's lessons record it (search::Outcome::failures).
@@ -99,6 +114,13 @@ class Loop {
   SessionInfo session_info() const;
   void tell_control_state();
 
+  // loop_profile.cpp: deep profiles of the best and of candidates the critic asks about.
+  bool profiles_possible() const;
+  eval::EvalRequest request_for(const Attempt& a) const;
+  bool profile_into(Attempt& a, nlohmann::json& result, const std::string& why);
+  bool wants_best_profile(const Attempt& a) const;
+  ProfileStep serve_profile_request(Flight& f);
+  void profile_final_best();
   // loop_search.cpp: the planner and the population.
   util::Result<void> prepare_search();
   util::Result<void> choose_strategy();
@@ -142,6 +164,7 @@ class Loop {
   double device_busy_s_ = 0;
   Clock::time_point first_evaluation_start_{}, last_evaluation_end_{};
   int evaluations_ = 0;
+  int critic_profiles_ = 0;  // deep profiles granted to the critic's requests
   // Before prebuilder_: its threads report warnings here until it is destroyed.
   std::mutex prebuild_warnings_mutex_;
   std::vector<std::string> prebuild_warnings_;

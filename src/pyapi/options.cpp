@@ -120,6 +120,7 @@ util::Result<cli::EvaluateOptions> evaluate_options(const json& j) {
   r.get("strict", o.strict).get("compile_baseline", o.compile_baseline);
   r.one_of("cuda_graph", o.cuda_graph, {"auto", "on", "off"});
   r.one_of("rested", o.rested, {"auto", "on", "off"});
+  r.one_of("profile", o.profile, {"basic", "proton", "deep"});  // profile::kTiers
   return finished(r, o);
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 import openkernel
-from conftest import BINARY, FIXTURES, QUICK
+from conftest import BINARY, FIXTURES, QUICK, ROOT
 
 REFERENCE = FIXTURES / "ref_scaled_relu.py"
 CORRECT = FIXTURES / "cand_correct.py"
@@ -150,3 +151,27 @@ def test_bad_engine_options_and_a_batch_with_a_bad_item(evaluator: Any, tmp_path
     assert isinstance(out[1], openkernel.BadInput) and "file not found" in str(out[1])
     with pytest.raises(openkernel.BadInput, match="file not found"):
         evaluator.evaluate_many([missing], reference=REFERENCE)
+
+
+def test_profile_tiers_on_evaluate_and_evaluate_many(tmp_path: Path, monkeypatch) -> None:
+    # The deep tier's real path on the CPU: a recorded stand-in for ncu (it runs the profiled
+    # forward and prints a recorded raw page) and OPENKERNEL_PROFILE_ON_CPU (docs/profiling.md),
+    # both in the environment the Evaluator's worker starts with
+    tools = tmp_path / "nsight"
+    tools.mkdir()
+    shutil.copy(ROOT / "python/tests/data/profiling/fake_ncu", tools / "ncu")
+    shutil.copy(ROOT / "python/tests/data/profiling/low_occupancy_raw.csv", tools / "raw.csv")
+    monkeypatch.setenv("OPENKERNEL_NCU", str(tools / "ncu"))
+    monkeypatch.setenv("OPENKERNEL_PROFILE_ON_CPU", "1")
+    with openkernel.Evaluator(backend="cpu", db=str(tmp_path / "db.sqlite"), **QUICK) as e:
+        r = e.evaluate(CORRECT, REFERENCE, profile="deep")
+        assert r.verdict == "correct"
+        assert (r.profile["tier"], r.profile["requested_tier"]) == ("deep", "deep")
+        assert r.profile["kernel_metrics"][0]["achieved_occupancy_pct"] == 18.5
+        assert r.to_dict()["profile"] == r.profile and r.profile["kernel_table"] is not None
+        many = e.evaluate_many([CORRECT, {"candidate": CORRECT, "profile": "basic"}],
+                               reference=REFERENCE, profile="deep")
+        assert many[0].profile["tier"] == "deep" and many[0].profile["cached"] is True
+        assert many[1].profile["tier"] == "basic" and "requested_tier" not in many[1].profile
+        with pytest.raises(openkernel.BadInput, match="profile: 'full' is not one of"):
+            e.evaluate(CORRECT, REFERENCE, profile="full")
