@@ -303,8 +303,9 @@ def test_optimize_resumes_after_the_host_was_lost(tmp_path: Path) -> None:
     down.close()  # the listener stops: no fresh worker can connect
     for pid in remote_workers(server):
         os.kill(pid, signal.SIGKILL)
-    _, err = engine.communicate(timeout=300)
-    assert engine.returncode != 0, err
+    out, err = engine.communicate(timeout=300)
+    stopped = json.loads(out.splitlines()[-1])
+    assert stopped["stop_reason"] == "error" and "could not be restarted" in stopped["error"], err
     before = attempts(db)
     assert before[-1][1] == "evaluator_error" and before[-1][4] == '["remote_lost"]', before
     assert len(before) < 3 and all(a[1] == "correct" for a in before[:-1]), before
@@ -321,6 +322,7 @@ def test_optimize_resumes_after_the_host_was_lost(tmp_path: Path) -> None:
     assert after[:len(before)] == before and len(after) == 3, after
     report = json.loads(p.stdout.splitlines()[-1])
     assert report["verdict"] == "correct" and len(report["history"]) == 3
+    assert report["session"] == stopped["session"] and report["stop_reason"] == "iterations"
 
 
 MINIBENCH = Path(__file__).resolve().parent / "fixtures/minibench"
