@@ -157,6 +157,7 @@ def test_a_bad_srun_argument_is_refused_clearly(slurm: dict[str, str], tmp_path:
     assert no_jobs_within(slurm, 10), our_jobs(slurm)
 
 
+@pytest.mark.slow  # ~30 s; the ssh tests cover optimize over a remote worker by default
 def test_optimize_in_an_allocation_equals_local(slurm: dict[str, str], tmp_path: Path) -> None:
     reports = []
     for where in ([], ["--eval-host", HOST]):
@@ -205,7 +206,7 @@ def cancel_jobs(home: Path, slurm: dict[str, str], times: int, cancelled: list[s
             cancelled.append(job)
 
 
-@pytest.mark.parametrize("cancels", [1, 2])
+@pytest.mark.parametrize("cancels", [pytest.param(1, marks=pytest.mark.slow), 2])
 def test_a_cancelled_job_is_retried_once_then_remote_lost(slurm: dict[str, str], tmp_path: Path,
                                                           cancels: int) -> None:
     db = tmp_path / "db.sqlite"
