@@ -2,7 +2,7 @@
 of its own so that it never meets the sweep tests' cluster; skipped with its reason where SLURM
 cannot be started): the worker runs in an allocation srun asks for, its package sent down srun's
 channel into the node's cache; verdicts equal the local ones; the allocation is gone from `squeue`
-after the run, after the engine is killed with SIGKILL, and a job cancelled under an evaluation
+after the run, after Ctrl-C and after the engine is killed with SIGKILL, and a job cancelled under an evaluation
 is retried once, then recorded as remote_lost (docs/remote.md)."""
 from __future__ import annotations
 
@@ -176,8 +176,9 @@ def test_optimize_in_an_allocation_equals_local(slurm: dict[str, str], tmp_path:
     assert no_jobs_within(slurm, 10), our_jobs(slurm)
 
 
-def test_the_allocation_ends_when_the_engine_is_killed(slurm: dict[str, str],
-                                                       tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_the_allocation_ends_when_the_engine_is_killed(slurm: dict[str, str], tmp_path: Path,
+                                                       sig: signal.Signals) -> None:
     engine = subprocess.Popen([str(BINARY), *evaluate_args(tmp_path / "db.sqlite",
                                                            slow_candidate(tmp_path), "--eval-host",
                                                            HOST)],
@@ -187,8 +188,9 @@ def test_the_allocation_ends_when_the_engine_is_killed(slurm: dict[str, str],
         worker, job = busy_worker(tmp_path)
         assert our_jobs(slurm) and job
     finally:
-        engine.send_signal(signal.SIGKILL)
-        engine.wait()
+        engine.send_signal(sig)  # SIGINT: Ctrl-C
+        code = engine.wait(60)
+    assert code in ((130, -signal.SIGINT) if sig == signal.SIGINT else (-signal.SIGKILL,))
     assert no_jobs_within(slurm, 10), our_jobs(slurm)
     assert not slurm_workers(tmp_path)
 
