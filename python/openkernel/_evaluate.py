@@ -58,15 +58,18 @@ class Evaluator:
     (or use it as a context manager) to stop the worker; a worker that died is restarted.
 
     ``backend`` (cpu, cuda or triton; default cuda with a GPU, else cpu), ``python`` (the
-    worker's interpreter) and ``db`` (the store every evaluation is recorded in) hold for every
-    call; the other arguments of :func:`evaluate` are defaults that each call may override."""
+    worker's interpreter), ``db`` (the store every evaluation is recorded in) and ``eval_host``
+    (where the worker runs: ``"ssh://[user@]host[:port]"`` or ``"slurm[:SRUN-ARGS]"``, as
+    ``--eval-host``; default the config file's eval_host, else this machine; docs/remote.md)
+    hold for every call; the other arguments of :func:`evaluate` are defaults that each call may
+    override."""
 
     def __init__(self, *, backend: Optional[str] = None, python: Optional[str] = None,
-                 db: Optional[str] = None, **defaults: Any) -> None:
+                 db: Optional[str] = None, eval_host: Optional[str] = None,
+                 **defaults: Any) -> None:
         _request("x", **defaults)  # checks the defaults' names now
         self._defaults = defaults
-        engine = {k: v for k, v in (("backend", backend), ("python", python), ("db", db))
-                  if v is not None}
+        engine = _engine(backend, python, db, eval_host)
         self._core = _core.Evaluator(engine, True)
 
     def evaluate(self, candidate: Code, reference: Optional[Code] = None,
@@ -113,20 +116,27 @@ class Evaluator:
         self.close()
 
 
+def _engine(backend: Optional[str], python: Optional[str], db: Optional[str],
+            eval_host: Optional[str]) -> Dict[str, Any]:
+    return {k: v for k, v in (("backend", backend), ("python", python), ("db", db),
+                              ("eval_host", eval_host)) if v is not None}
+
+
 def evaluate(candidate: Code, reference: Optional[Code] = None, *,
              backend: Optional[str] = None, python: Optional[str] = None,
-             db: Optional[str] = None, **options: Any) -> EvalResult:
+             db: Optional[str] = None, eval_host: Optional[str] = None,
+             **options: Any) -> EvalResult:
     """`openkernel evaluate`: checks and times one candidate against a reference and records it
     in the store. ``candidate`` and ``reference`` are paths or source text (a str with a line
     break); or give ``level`` and ``problem`` (and ``kernelbench_dir``) for a KernelBench
     reference. Options, as the CLI's flags: backend, device, trials, seed, timeout,
     timing_budget, threads, sets (a dict: ``--set``), strict, no_sandbox, cuda_graph, rested,
     compile_baseline, profile (``basic``, ``proton`` or ``deep``: ``--profile``, the result's
-    ``profile`` then names the tier that ran; docs/profiling.md), python, db. A fresh worker serves the call and stops after it; use an
+    ``profile`` then names the tier that ran; docs/profiling.md), python, db, eval_host
+    (:class:`Evaluator`). A fresh worker serves the call and stops after it; use an
     :class:`Evaluator` for many."""
     request = _request(candidate, reference, **options)
-    engine = {k: v for k, v in (("backend", backend), ("python", python), ("db", db))
-              if v is not None}
+    engine = _engine(backend, python, db, eval_host)
     core = _core.Evaluator(engine, False)
     try:
         return EvalResult.from_json(core.evaluate(request))

@@ -31,7 +31,9 @@ def optimize(reference: Optional[Code] = None, *, level: Optional[int] = None,
     Ctrl-C (resumable with ``resume=``) and the exception is raised. Other options, as the CLI's
     flags: mode, out, resume, session, seed, trials, timeout, timing_budget, threads, no_sandbox,
     search, in_flight, budget_usd, budget_wall_s, budget_device_s, strategy, stop_at_sol,
-    no_compile_baseline, prebuild, prompt_budget_tokens, no_skills, base_url, api_key_env, python, db."""
+    no_compile_baseline, prebuild, prompt_budget_tokens, no_skills, base_url, api_key_env, python, db,
+    eval_host ("ssh://[user@]host[:port]" or "slurm[:SRUN-ARGS]": where candidates are evaluated;
+    docs/remote.md)."""
     args = _present({
         "reference": as_path(reference, "reference") if reference is not None else None,
         "level": level, "problem": problem, "kernelbench_dir": kernelbench_dir,
@@ -55,7 +57,8 @@ def sweep(level: int, problems: Union[str, Iterable[int], None] = None, *,
     (kind planned, started, finished, failed, warning, stopped; task, row, done, total, ...).
     Other options, as the CLI's flags: kernelbench_dir, mode, budget_usd, jobs, slurm_args,
     python, seed, trials, timeout, timing_budget, threads, no_sandbox, base_url,
-    prompt_budget_tokens, no_skills, db."""
+    prompt_budget_tokens, no_skills, db, eval_host (a host, or a list of them: one slot each, as
+    ``--eval-host`` repeated; docs/remote.md)."""
     if problems is not None and not isinstance(problems, str):
         problems = ",".join(str(int(p)) for p in problems)
     args = _present({

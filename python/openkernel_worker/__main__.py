@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import Any
 
-from . import PROTOCOL_VERSION
+from . import PROTOCOL_VERSION, watchdog
 from .protocol import RequestError, clean_floats, private_stdio_channel, req_overrides, req_str
 
 
@@ -96,10 +96,12 @@ def main() -> int:
         return 3
     from .device import hello
 
-    channel.send({"type": "hello", "protocol": PROTOCOL_VERSION, "ok": True, **hello()})
+    channel.send({"type": "hello", "protocol": PROTOCOL_VERSION, "ok": True, **hello(),
+                  "pid": os.getpid()})
+    inbox = watchdog.Inbox(channel) if watchdog.enabled() else channel
     while True:
         try:
-            req = channel.receive()
+            req = inbox.receive()
         except RequestError as e:
             channel.send({"ok": False, "error": {"kind": "bad_input",
                                                  "message": f"malformed request: {e}"}})

@@ -104,9 +104,11 @@ void add_python_option(CLI::App* cmd, std::string& python) {
 }
 
 void add_eval_host_option(CLI::App* cmd, std::string& eval_host) {
-  cmd->add_option("--eval-host", eval_host,
-                  "Evaluate on this host over ssh: ssh://[user@]host[:port] (default: the config's "
-                  "eval_host, else this machine; docs/remote.md)")
+  cmd->add_option(
+         "--eval-host", eval_host,
+         "Evaluate on this host over ssh, ssh://[user@]host[:port], or in a SLURM allocation, "
+         "slurm[:SRUN-ARGS] (default: the config's "
+         "eval_host, else this machine; docs/remote.md)")
       ->type_name("URL");
 }
 
@@ -168,7 +170,7 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
   if (!host.empty()) {
     auto parsed = remote::parse_eval_host(host);
     if (!parsed) return std::unexpected(parsed.error());
-    remote::SshWorkerOptions so;
+    remote::RemoteWorkerOptions so;
     so.host = *parsed;
     if (!python_flag.empty()) so.python = python_flag;
     so.resource_root = util::resource_root();
@@ -178,7 +180,7 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
     if (auto gpus = util::getenv_str("CUDA_VISIBLE_DEVICES");
         gpus && !env.contains("CUDA_VISIBLE_DEVICES"))
       so.env_set["CUDA_VISIBLE_DEVICES"] = *gpus;
-    return remote::start_ssh_worker(so);
+    return remote::start_remote_worker(so);
   }
   std::optional<std::string> configured;
   if (!python_flag.empty())

@@ -80,9 +80,10 @@ util::Result<std::filesystem::path> kernelbench_dir(const std::string& flag,
 util::Result<ResolvedProblem> resolve_problem(const ProblemOptions& p, const config::Config& cfg);
 util::Result<std::map<std::string, std::string>> parse_sets(const std::vector<std::string>& sets);
 // `env`: added to the worker's environment (the build worker's). `eval_host` (--eval-host, else
-// the config's eval_host): the worker runs on that host over ssh, `python_flag` (default python3)
-// being the host's interpreter; OPENKERNEL_PYTHON and the config's python name local ones.
-// `cancel`: stops a worker that is still starting (kCancelled; eval::WorkerOptions::cancel).
+// the config's eval_host): the worker runs on that host over ssh or in a SLURM allocation,
+// `python_flag` (default python3) being the host's interpreter; OPENKERNEL_PYTHON and the config's
+// python name local ones. `cancel`: stops a worker that is still starting (kCancelled;
+// eval::WorkerOptions::cancel).
 util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::string& python_flag,
                                         const std::map<std::string, std::string>& env = {},
                                         const std::string& eval_host = "",

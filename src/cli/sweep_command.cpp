@@ -345,8 +345,9 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
       ->allow_extra_args(false);
   add_python_option(cmd, o->python);
   cmd->add_option("--eval-host", o->eval_hosts,
-                  "Run the problems' evaluations on this host over ssh, ssh://[user@]host[:port]; "
-                  "repeat to spread the problems over hosts, one slot per entry (docs/remote.md)")
+                  "Run the problems' evaluations on this host over ssh, ssh://[user@]host[:port], "
+                  "or each in a SLURM allocation, slurm[:SRUN-ARGS]; repeat to spread the "
+                  "problems over hosts, one slot per entry (docs/remote.md)")
       ->type_name("URL");
   cmd->add_option("--seed", o->seed, "Seed; each problem's is derived from it (default 1)");
   add_limit_options(cmd, o->limits);

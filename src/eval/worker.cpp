@@ -63,6 +63,7 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
   if (auto existing = util::getenv_str("PYTHONPATH")) pypath += ":" + *existing;
   launch.env_set["PYTHONPATH"] = pypath;
   launch.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
+  launch.env_set[kWatchdogEnv] = "1";
   for (const auto& [k, v] : opts.env_set) launch.env_set[k] = v;
   return Worker::connect(launch, opts.start_timeout, opts.cancel);
 }
@@ -78,20 +79,30 @@ util::Result<Worker> Worker::connect(const Launch& launch, std::chrono::seconds 
   so.env_unset.insert(so.env_unset.end(), launch.env_unset.begin(), launch.env_unset.end());
   auto proc = util::Subprocess::spawn(so);
   if (!proc) return std::unexpected(proc.error());
-  // The hello, read in short slices so that a cancellation is noticed within a quarter of a second
-  // (returning stops the worker: the Subprocess kills its process group).
+  // Lines are read in short slices so that a cancellation is noticed within a quarter of a
+  // second (returning stops the worker: the Subprocess kills its process group).
   const auto deadline = std::chrono::steady_clock::now() + start_timeout;
-  util::Result<std::string> line;
-  while (true) {
-    const auto until =
-        cancel
-            ? std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250))
-            : deadline;
-    line = proc->read_line(until);
-    if (cancel && cancel->load())
-      return fail(ErrorKind::kCancelled, "interrupted while the evaluation worker started");
-    if (line || line.error().kind != ErrorKind::kTimeout || until >= deadline) break;
-  }
+  const NextLine next_line = [&]() -> util::Result<std::string> {
+    while (true) {
+      const auto until = cancel ? std::min(deadline, std::chrono::steady_clock::now() +
+                                                         std::chrono::milliseconds(250))
+                                : deadline;
+      auto line = proc->read_line(until);
+      if (cancel && cancel->load())
+        return fail(ErrorKind::kCancelled, "interrupted while the evaluation worker started");
+      if (line || line.error().kind != ErrorKind::kTimeout || until >= deadline) return line;
+    }
+  };
+  if (launch.before_hello)
+    if (auto r = launch.before_hello(*proc, next_line); !r) {
+      if (r.error().kind == ErrorKind::kCancelled) return std::unexpected(r.error());
+      std::string err = proc->take_stderr(4000);
+      return fail(ErrorKind::kEnvironment,
+                  fmt::format("the evaluation worker ({}) did not start: {}{}", launch.label,
+                              r.error().message, err.empty() ? "" : "; it printed: " + err));
+    }
+  auto line = next_line();
+  if (!line && line.error().kind == ErrorKind::kCancelled) return std::unexpected(line.error());
   if (!line) {
     std::string err = proc->take_stderr(4000);
     return fail(ErrorKind::kEnvironment,
@@ -108,6 +119,27 @@ util::Result<Worker> Worker::connect(const Launch& launch, std::chrono::seconds 
                 fmt::format("the worker speaks protocol {}, this openkernel speaks {}",
                             hello.value("protocol", 0), kProtocolVersion));
   return Worker::adopt(std::move(*proc), std::move(hello));
+}
+
+Worker& Worker::operator=(Worker&& other) noexcept {
+  if (this != &other) {
+    close_channel();
+    proc_ = std::move(other.proc_);
+    hello_ = std::move(other.hello_);
+    transport_ = std::move(other.transport_);
+    next_id_ = other.next_id_;
+    alive_ = other.alive_;
+    lost_ = other.lost_;
+  }
+  return *this;
+}
+
+Worker::~Worker() {
+  close_channel();
+}
+
+void Worker::close_channel() noexcept {
+  if (transport_) transport_->close(proc_);
 }
 
 util::Result<json> Worker::call(json request, std::chrono::seconds timeout,

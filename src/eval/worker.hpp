@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -44,12 +45,22 @@ struct WorkerOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// The worker's own watchdog (docs/worker-protocol.md, "Lifetime"): set in the environment of
+// every worker the engine starts, so that it stops with its candidates when the engine is gone.
+inline constexpr const char* kWatchdogEnv = "OPENKERNEL_WORKER_WATCHDOG";
+
+// Reads the starting process's next stdout line, within the start timeout, honouring cancel.
+using NextLine = std::function<util::Result<std::string>()>;
+
 // A worker's process: argv and environment changes; `label` names it in messages.
+// `before_hello`, when set, runs between the start and the greeting (the srun bootstrap's
+// exchange of the worker package, src/remote/slurm_worker.hpp).
 struct Launch {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env_set;
   std::vector<std::string> env_unset;
   std::string label;
+  std::function<util::Result<void>(util::Subprocess&, const NextLine&)> before_hello;
 };
 
 class Worker;
@@ -65,6 +76,9 @@ class Transport {
   virtual util::Result<nlohmann::json> outgoing(Worker& direct, nlohmann::json request) = 0;
   virtual void incoming(nlohmann::json& reply) = 0;
   virtual util::Result<Worker> reconnect() = 0;
+  // Ends the channel of a worker that is being let go (its Worker destroyed or replaced), before
+  // the process is killed: e.g. waiting for srun to release its allocation.
+  virtual void close(util::Subprocess& /*channel*/) {}
 };
 
 class Worker {
@@ -74,6 +88,10 @@ class Worker {
   // kInternal for a malformed greeting or another protocol version.
   static util::Result<Worker> connect(const Launch& launch, std::chrono::seconds start_timeout,
                                       const std::atomic<bool>* cancel = nullptr);
+  Worker(Worker&&) noexcept = default;
+  // Lets the current worker go first (its transport's close), then takes `other`'s.
+  Worker& operator=(Worker&& other) noexcept;
+  ~Worker();
   // Requests go through `transport` from now on (a remote worker).
   void attach(std::unique_ptr<Transport> transport) { transport_ = std::move(transport); }
 
@@ -102,6 +120,7 @@ class Worker {
       : proc_(std::move(p)), hello_(std::move(hello)) {}
   util::Result<nlohmann::json> call_remote(nlohmann::json request, std::chrono::seconds timeout,
                                            const std::atomic<bool>* cancel);
+  void close_channel() noexcept;
   util::Subprocess proc_;
   nlohmann::json hello_;
   std::unique_ptr<Transport> transport_;

@@ -99,12 +99,12 @@ class Evaluator {
   util::Result<void> ensure_engine() {
     if (auto c = ensure_config(); !c) return c;
     if (!engine_) {
-      auto e =
-          cli::start_engine(options_.global, *config_, options_.python, options_.backend, "cuda");
+      auto e = cli::start_engine(options_.global, *config_, options_.python, options_.backend,
+                                 "cuda", options_.eval_host);
       if (!e) return std::unexpected(e.error());
       engine_.emplace(std::move(*e));
     } else if (!engine_->worker.alive()) {
-      auto w = cli::start_worker(*config_, options_.python);
+      auto w = cli::start_worker(*config_, options_.python, {}, options_.eval_host);
       if (!w) return std::unexpected(w.error());
       engine_->worker = std::move(*w);
     }

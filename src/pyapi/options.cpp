@@ -106,7 +106,7 @@ util::Result<T> finished(const Reader& r, T value) {
 util::Result<EngineOptions> engine_options(const json& j) {
   EngineOptions o;
   Reader r(j);
-  r.get("python", o.python).get("db", o.global.db);
+  r.get("python", o.python).get("db", o.global.db).get("eval_host", o.eval_host);
   r.one_of("backend", o.backend, {"cpu", "cuda", "triton"});
   return finished(r, o);
 }
@@ -141,13 +141,17 @@ util::Result<cli::OptimizeOptions> optimize_options(const json& j, cli::GlobalOp
   r.get("budget_device_s", o.budget_device_s).get("strategy", o.strategy);
   r.get("stop_at_sol", o.stop_at_sol).get("no_compile_baseline", o.no_compile_baseline);
   r.get("prompt_budget_tokens", o.prompt_budget_tokens).get("no_skills", o.no_skills);
-  r.get("db", g.db);
+  r.get("db", g.db).get("eval_host", o.eval_host);
   return finished(r, o);
 }
 
 util::Result<cli::SweepCliOptions> sweep_options(const json& j, cli::GlobalOptions& g) {
   cli::SweepCliOptions o;
-  Reader r(j);
+  // eval_host: one host, or a list of them (--eval-host repeated).
+  json args = j;
+  if (args.is_object() && args.contains("eval_host") && args["eval_host"].is_string())
+    args["eval_host"] = json::array({args["eval_host"]});
+  Reader r(args);
   read_limits(r, o.limits);
   r.get("level", o.level).get("problems", o.problems).get("kernelbench_dir", o.kernelbench_dir);
   r.one_of("backend", o.backend, {"cpu", "cuda", "triton"});
@@ -156,7 +160,7 @@ util::Result<cli::SweepCliOptions> sweep_options(const json& j, cli::GlobalOptio
   r.get("model", o.model).get("base_url", o.base_url).get("iterations", o.iterations);
   r.get("budget_usd", o.budget_usd).get("output", o.output).get("gpus", o.gpus);
   r.get("jobs", o.jobs).get("slurm_args", o.slurm_args).get("python", o.python);
-  r.get("seed", o.seed).get("db", g.db);
+  r.get("seed", o.seed).get("db", g.db).get("eval_host", o.eval_hosts);
   r.get("prompt_budget_tokens", o.prompt_budget_tokens).get("no_skills", o.no_skills);
   if (o.level < 1) return util::fail(ErrorKind::kUsage, "level: give a KernelBench level (1-4)");
   return finished(r, o);

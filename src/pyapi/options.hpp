@@ -13,10 +13,11 @@
 
 namespace ok::pyapi {
 
-// What an Evaluator fixes for all its evaluations: python, backend and db (GlobalOptions).
+// What an Evaluator fixes for all its evaluations: python, backend, db (GlobalOptions) and the
+// evaluation host (eval_host: --eval-host, docs/remote.md).
 struct EngineOptions {
   cli::GlobalOptions global;
-  std::string python, backend;
+  std::string python, backend, eval_host;
 };
 
 util::Result<EngineOptions> engine_options(const nlohmann::json& j);

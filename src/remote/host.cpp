@@ -11,6 +11,7 @@ using util::ErrorKind;
 using util::fail;
 
 std::string EvalHost::url() const {
+  if (kind == Kind::kSlurm) return slurm_text.empty() ? "slurm" : "slurm:" + slurm_text;
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   return fmt::format("ssh://{}{}{}", user.empty() ? "" : user + "@", h,
                      port ? fmt::format(":{}", *port) : "");
@@ -27,13 +28,21 @@ util::Result<EvalHost> parse_eval_host(std::string_view text) {
     return fail(
         ErrorKind::kUsage,
         fmt::format("the evaluation host '{}' (--eval-host, or eval_host in the config file): {} "
-                    "(expected ssh://[user@]host[:port])",
+                    "(expected ssh://[user@]host[:port] or slurm[:ARGS])",
                     text, why));
   };
-  if (text == "slurm" || text.starts_with("slurm:"))
-    return bad("SLURM allocations are not supported yet; use an ssh:// host");
+  if (text == "slurm" || text.starts_with("slurm:")) {
+    EvalHost h;
+    h.kind = EvalHost::Kind::kSlurm;
+    h.slurm_text =
+        std::string(text.substr(std::min(text.size(), std::string_view("slurm:").size())));
+    auto words = split_words(h.slurm_text);
+    if (!words) return bad("srun's arguments have an unclosed quote or a trailing backslash");
+    h.srun_args = std::move(*words);
+    return h;
+  }
   constexpr std::string_view scheme = "ssh://";
-  if (!text.starts_with(scheme)) return bad("only ssh:// hosts are supported");
+  if (!text.starts_with(scheme)) return bad("only ssh:// hosts and slurm are supported");
   std::string_view rest = text.substr(scheme.size());
   if (rest.find_first_of("/?#") != std::string_view::npos)
     return bad("a host takes no path or query");
@@ -69,6 +78,44 @@ util::Result<EvalHost> parse_eval_host(std::string_view text) {
     h.port = p;
   }
   return h;
+}
+
+std::optional<std::vector<std::string>> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      auto close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      word += text.substr(i + 1, close - i - 1);
+      i = close;
+    } else if (c == '"') {
+      for (++i;; ++i) {
+        if (i >= text.size()) return std::nullopt;
+        if (text[i] == '"') break;
+        if (text[i] == '\\' && i + 1 < text.size() &&
+            std::string_view("\\\"$`").find(text[i + 1]) != std::string_view::npos)
+          ++i;
+        word += text[i];
+      }
+    } else if (c == '\\') {
+      if (++i >= text.size()) return std::nullopt;
+      word += text[i];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
 }
 
 }  // namespace ok::remote

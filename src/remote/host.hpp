@@ -21,27 +21,42 @@
 //     rebooted, the worker was killed) is retried once on a fresh worker; a second loss is
 //     util::ErrorKind::kRemoteLost, recorded as `evaluator_error` with the `remote_lost` flag.
 //
+//   - SLURM (slurm_worker.hpp): `srun [ARGS] --ntasks=1 --unbuffered PYTHON -u -c BOOTSTRAP`
+//     runs the worker inside an allocation of its own, the protocol over srun's stdin and stdout;
+//     the package travels over that channel too (nothing is assumed of a shared filesystem), and
+//     the allocation ends with the worker's step.
+//
 // This header: the --eval-host value. Pure functions, thread-safe.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/error.hpp"
 
 namespace ok::remote {
 
-// ssh://[user@]host[:port]; host a name, an IPv4 address or [IPv6].
+// ssh://[user@]host[:port] (host a name, an IPv4 address or [IPv6]), or slurm[:ARGS].
 struct EvalHost {
+  enum class Kind { kSsh, kSlurm };
   std::string user;  // empty: ssh's own choice (~/.ssh/config, else the local user)
   std::string host;  // without brackets
   std::optional<int> port;
-  std::string url() const;  // as given, normalised: ssh://user@host:port
+  Kind kind = Kind::kSsh;
+  std::vector<std::string> srun_args;  // slurm: ARGS split into words
+  std::string slurm_text;              // slurm: ARGS as given
+  std::string url() const;             // as given, normalised: ssh://user@host:port, slurm:ARGS
 };
 
-// kUsage naming what is wrong: another scheme (slurm: not yet), an empty or malformed host, a
-// name that could pass for an ssh option, a port outside 1-65535, a path or query.
+// kUsage naming what is wrong: another scheme, an empty or malformed host, a name that could pass
+// for an ssh option, a port outside 1-65535, a path or query; for slurm, an unclosed quote.
 util::Result<EvalHost> parse_eval_host(std::string_view text);
+
+// Splits `text` into words as a POSIX shell would, without expanding anything: blanks separate,
+// '...' is literal, "..." keeps \ \" \$ \` as escapes, a backslash outside quotes escapes
+// the next character. nullopt for an unclosed quote or a trailing backslash.
+std::optional<std::vector<std::string>> split_words(std::string_view text);
 
 }  // namespace ok::remote

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <set>
 
@@ -86,14 +87,13 @@ static std::string folder_expr(const WorkerPackage& package) {
   return fmt::format("c=\"{}\"; d=\"$c/worker-{}\"; ", kRemoteCacheExpr, package.hash);
 }
 
-// Sends the package's tar (written here to a temporary file) into the host's folder.
-static util::Result<void> ship(const EvalHost& host, const WorkerPackage& package,
-                               std::chrono::seconds timeout) {
-  const fs::path tar = fs::temp_directory_path() /
-                       fmt::format("openkernel-worker-{}-{}.tar", package.hash, ::getpid());
+util::Result<std::string> package_tar(const WorkerPackage& package) {
+  static std::atomic<int> serial{0};  // two threads of one process pack apart
+  const fs::path tar = fs::temp_directory_path() / fmt::format("openkernel-worker-{}-{}-{}.tar",
+                                                               package.hash, ::getpid(), ++serial);
   std::vector<std::string> argv = {"tar", "-cf", tar.string(), "-C", package.root.string(), "--"};
   argv.insert(argv.end(), package.files.begin(), package.files.end());
-  auto made = util::run_capture(argv, timeout);
+  auto made = util::run_capture(argv, std::chrono::seconds(120));
   auto bytes = made && made->status.exited && made->status.code == 0
                    ? util::read_file(tar)
                    : util::Result<std::string>(fail(ErrorKind::kEnvironment, "tar failed"));
@@ -102,11 +102,23 @@ static util::Result<void> ship(const EvalHost& host, const WorkerPackage& packag
   if (!bytes)
     return fail(ErrorKind::kEnvironment,
                 "cannot pack the worker package: " + (made ? made->output : made.error().message));
+  return bytes;
+}
+
+// Sends the package's tar into the host's folder.
+static util::Result<void> ship(const EvalHost& host, const WorkerPackage& package,
+                               std::chrono::seconds timeout) {
+  auto bytes = package_tar(package);
+  if (!bytes) return std::unexpected(bytes.error());
   const std::string script =
       folder_expr(package) +
       "[ -f \"$d/READY\" ] && exit 0; mkdir -p \"$c\" && t=$(mktemp -d \"$c/.ship.XXXXXX\") && "
-      "tar -xf - -C \"$t\" && touch \"$t/READY\" && "
-      "{ mv -T \"$t\" \"$d\" 2>/dev/null || { rm -rf \"$t\"; [ -f \"$d/READY\" ]; }; }";
+      "tar -xf - -C \"$t\" && touch \"$t/READY\" || exit 1; "
+      // A folder without its mark (an interrupted copy of an older engine) is moved aside.
+      "if [ -d \"$d\" ] && [ ! -f \"$d/READY\" ]; then o=$(mktemp -d \"$c/.old.XXXXXX\") && "
+      "mv \"$d\" \"$o/\"; rm -rf \"$o\"; fi; "
+      // POSIX mv: renamed into place, or, when a concurrent copy won, moved into it and removed.
+      "mv \"$t\" \"$d\" 2>/dev/null; rm -rf \"$d/${t##*/}\" \"$t\"; [ -f \"$d/READY\" ]";
   util::SpawnOptions so;
   so.argv = ssh_argv(host, "sh -c " + shell_quote(script));
   so.env_unset = util::secret_env_names();
@@ -129,7 +141,10 @@ util::Result<void> ensure_shipped(const EvalHost& host, const WorkerPackage& pac
     if (shipped.contains(key(host, package))) return {};
   }
   const std::string check = folder_expr(package) + "[ -f \"$d/READY\" ]";
-  auto found = util::run_capture(ssh_argv(host, "sh -c " + shell_quote(check)), timeout);
+  util::SpawnOptions so;
+  so.argv = ssh_argv(host, "sh -c " + shell_quote(check));
+  so.env_unset = util::secret_env_names();  // as for the worker's launch: no secret travels
+  auto found = util::run_capture(so, timeout);
   if (!found) return fail(ErrorKind::kEnvironment, host.url() + ": " + found.error().message);
   const auto& st = found->status;
   if (!st.exited || (st.code != 0 && st.code != 1))

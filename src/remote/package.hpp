@@ -27,6 +27,9 @@ struct WorkerPackage {
 
 util::Result<WorkerPackage> worker_package(const std::filesystem::path& resource_root);
 
+// The package's files as one tar (made by the system's `tar`); kEnvironment when that fails.
+util::Result<std::string> package_tar(const WorkerPackage& package);
+
 // The host's cache folder, as a POSIX shell expression (the engine's cache_dir there).
 inline constexpr const char* kRemoteCacheExpr = "${XDG_CACHE_HOME:-$HOME/.cache}/openkernel";
 

@@ -1,10 +1,12 @@
-// An evaluation worker on another host over SSH (design: remote/host.hpp; docs/remote.md).
+// An evaluation worker on another host, over SSH or inside a SLURM allocation (design:
+// remote/host.hpp; docs/remote.md).
 //
-// `start_ssh_worker` ships the worker package when the host lacks it, starts the worker there
-// over the system's ssh and returns an eval::Worker whose requests go through an SshTransport:
-// the reference and candidate files staged on the host by content, the engine's cache folder
-// swapped for the host's, the engine's paths written back into replies, one reconnect when the
-// channel closes. The returned Worker is used like a local one (one request at a time).
+// `start_remote_worker` starts the worker where `host` says and returns an eval::Worker whose
+// requests go through a StagedTransport (remote/transport.hpp): the reference and candidate files
+// staged on the far side by content, the engine's cache folder swapped for the far side's, the
+// engine's paths written back into replies, one reconnect when the channel closes, after the lost
+// worker has been stopped (over ssh, by the pid its greeting gave; a SLURM job, by scancel). The
+// returned Worker is used like a local one (one request at a time).
 #pragma once
 
 #include <atomic>
@@ -18,20 +20,29 @@
 
 namespace ok::remote {
 
-struct SshWorkerOptions {
+struct RemoteWorkerOptions {
   EvalHost host;
   std::string python = "python3";  // on the host: --python, else python3 on its login PATH
   std::filesystem::path resource_root;
   std::map<std::string, std::string> env_set;  // set for the worker on the host
+  // ssh: the package check, the copy and the greeting each; slurm: the allocation's start too.
   std::chrono::seconds start_timeout{120};
   // Stops a worker that is still starting (kCancelled), as eval::WorkerOptions::cancel does; the
-  // package check and shipping before it are not interrupted.
+  // package check and shipping over ssh before it are not interrupted.
   const std::atomic<bool>* cancel = nullptr;
 };
+using SshWorkerOptions = RemoteWorkerOptions;
 
-util::Result<eval::Worker> start_ssh_worker(const SshWorkerOptions& opts);
+// By host.kind: start_ssh_worker or start_slurm_worker (slurm_worker.hpp).
+util::Result<eval::Worker> start_remote_worker(const RemoteWorkerOptions& opts);
+
+util::Result<eval::Worker> start_ssh_worker(const RemoteWorkerOptions& opts);
 
 // The worker's launch on the host for `hash` (exposed for tests): `sh -c` text run by ssh.
-std::string remote_launch_command(const SshWorkerOptions& opts, const std::string& hash);
+std::string remote_launch_command(const RemoteWorkerOptions& opts, const std::string& hash);
+
+// The `sh -c` text that stops the worker `pid` on the host (exposed for tests): SIGTERM (its
+// watchdog then kills its candidates), SIGKILL 3 s later; only when that process is a worker.
+std::string remote_stop_command(long pid);
 
 }  // namespace ok::remote

@@ -283,6 +283,12 @@ Result<RunOutput> run_capture(const std::vector<std::string>& argv,
                               std::chrono::milliseconds timeout, bool merge_stderr) {
   SpawnOptions o;
   o.argv = argv;
+  return run_capture(o, timeout, merge_stderr);
+}
+
+Result<RunOutput> run_capture(const SpawnOptions& o, std::chrono::milliseconds timeout,
+                              bool merge_stderr) {
+  const auto& argv = o.argv;
   auto p = Subprocess::spawn(o);
   if (!p) return std::unexpected(p.error());
   p->close_stdin();

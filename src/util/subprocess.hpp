@@ -84,5 +84,8 @@ struct RunOutput {
 };
 Result<RunOutput> run_capture(const std::vector<std::string>& argv,
                               std::chrono::milliseconds timeout, bool merge_stderr = true);
+// The same for a program started with `opts` (its environment changes, working folder).
+Result<RunOutput> run_capture(const SpawnOptions& opts, std::chrono::milliseconds timeout,
+                              bool merge_stderr = true);
 
 }  // namespace ok::util

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "eval/worker.hpp"
 #include "remote/host.hpp"
 #include "remote/package.hpp"
+#include "remote/slurm_worker.hpp"
 #include "remote/ssh_worker.hpp"
+#include "remote/transport.hpp"
 #include "util/paths.hpp"
 #include "util/subprocess.hpp"
 
@@ -37,14 +40,22 @@ TEST(EvalHost, ParsesUserHostAndPort) {
 
 TEST(EvalHost, RefusesMalformedValuesSayingWhy) {
   const std::pair<const char*, const char*> cases[] = {
-      {"gpu1", "only ssh://"},        {"http://gpu1", "only ssh://"},
-      {"slurm", "not supported yet"}, {"slurm:--partition=gpu", "not supported yet"},
-      {"ssh://", "no host"},          {"ssh://-oProxyCommand=touch", "cannot start with '-'"},
-      {"ssh://gpu1:0", "1 to 65535"}, {"ssh://gpu1:70000", "1 to 65535"},
-      {"ssh://gpu1:", "1 to 65535"},  {"ssh://gpu1:22x", "1 to 65535"},
-      {"ssh://gpu1/path", "no path"}, {"ssh://a b@gpu1", "user name"},
-      {"ssh://-x@gpu1", "user name"}, {"ssh://gpu;rm", "malformed host"},
-      {"ssh://[::1", "unclosed"},     {"ssh://[::1]x", "after the IPv6"},
+      {"gpu1", "only ssh://"},
+      {"http://gpu1", "only ssh://"},
+      {"slurm:--comment='x", "unclosed quote"},
+      {"slurm:a\\", "trailing backslash"},
+      {"ssh://", "no host"},
+      {"ssh://-oProxyCommand=touch", "cannot start with '-'"},
+      {"ssh://gpu1:0", "1 to 65535"},
+      {"ssh://gpu1:70000", "1 to 65535"},
+      {"ssh://gpu1:", "1 to 65535"},
+      {"ssh://gpu1:22x", "1 to 65535"},
+      {"ssh://gpu1/path", "no path"},
+      {"ssh://a b@gpu1", "user name"},
+      {"ssh://-x@gpu1", "user name"},
+      {"ssh://gpu;rm", "malformed host"},
+      {"ssh://[::1", "unclosed"},
+      {"ssh://[::1]x", "after the IPv6"},
   };
   for (const auto& [text, says] : cases) {
     auto h = remote::parse_eval_host(text);
@@ -52,6 +63,98 @@ TEST(EvalHost, RefusesMalformedValuesSayingWhy) {
     EXPECT_EQ(h.error().kind, ErrorKind::kUsage) << text;
     EXPECT_NE(h.error().message.find(says), std::string::npos) << text << ": " << h.error().message;
   }
+}
+
+TEST(EvalHost, ParsesSlurmWithItsSrunArguments) {
+  auto bare = remote::parse_eval_host("slurm");
+  ASSERT_TRUE(bare) << bare.error().message;
+  EXPECT_EQ(bare->kind, remote::EvalHost::Kind::kSlurm);
+  EXPECT_TRUE(bare->srun_args.empty());
+  EXPECT_EQ(bare->url(), "slurm");
+  auto h = remote::parse_eval_host("slurm:-p gpu --gres=gpu:1  --comment='a b' -J\"x\\\"y\"");
+  ASSERT_TRUE(h) << h.error().message;
+  EXPECT_EQ(h->srun_args,
+            (std::vector<std::string>{"-p", "gpu", "--gres=gpu:1", "--comment=a b", "-Jx\"y"}));
+  EXPECT_EQ(h->url(), "slurm:-p gpu --gres=gpu:1  --comment='a b' -J\"x\\\"y\"");
+}
+
+TEST(EvalHost, SplitsWordsAsAShellWouldWithoutExpanding) {
+  const std::pair<const char*, std::vector<std::string>> cases[] = {
+      {"", {}},
+      {"  a\tb  c ", {"a", "b", "c"}},
+      {"'$HOME `id`'", {"$HOME `id`"}},
+      {"\"a\\$b\\c\"", {"a$b\\c"}},
+      {"a\\ b", {"a b"}},
+      {"''", {""}},
+      {"x'y'\"z\"", {"xyz"}},
+  };
+  for (const auto& [text, words] : cases) {
+    auto got = remote::split_words(text);
+    ASSERT_TRUE(got) << text;
+    EXPECT_EQ(*got, words) << text;
+    // The same words as sh itself gives (printf one per line).
+    std::string expect;
+    for (const auto& w : words) expect += "[" + w + "]\n";
+    auto sh = ok::util::run_capture({"sh", "-c", std::string("printf '[%s]\\n' ") + text},
+                                    std::chrono::seconds(10), false);
+    ASSERT_TRUE(sh);
+    if (!words.empty()) {
+      EXPECT_EQ(sh->output, expect) << text;
+    }
+  }
+  for (const char* bad : {"'a", "\"a", "a\\", "\"a\\\""})
+    EXPECT_FALSE(remote::split_words(bad)) << bad;
+}
+
+TEST(RemoteSlurm, SrunArgvPutsTheUsersArgumentsFirstAndOnlyOneTask) {
+  auto h = remote::parse_eval_host("slurm:--partition=gpu --ntasks=4");
+  ASSERT_TRUE(h);
+  remote::RemoteWorkerOptions o;
+  o.host = *h;
+  o.python = "/opt/py/bin/python3";
+  o.env_set = {{"CUDA_VISIBLE_DEVICES", "1"}};
+  auto argv = remote::srun_argv(o, "0123456789abcdef", "openkernel-worker-1-1-abc");
+  auto at = [&](const std::string& a) {
+    return std::find(argv.begin(), argv.end(), a) - argv.begin();
+  };
+  EXPECT_LT(at("--partition=gpu"), at("--ntasks=1"));
+  EXPECT_LT(at("--ntasks=4"), at("--ntasks=1"));  // srun takes the last
+  EXPECT_LT(at("--job-name=openkernel-worker-1-1-abc"), at("/opt/py/bin/python3"));
+  EXPECT_LT(at("--unbuffered"), at("/opt/py/bin/python3"));
+  ASSERT_LT(at("0123456789abcdef"), static_cast<long>(argv.size()));
+  EXPECT_EQ(argv[at("0123456789abcdef") - 1].find("import"), 0u);  // -c BOOTSTRAP HASH
+  EXPECT_LT(at("OPENKERNEL_WORKER_WATCHDOG=1"), static_cast<long>(argv.size()));
+  EXPECT_EQ(argv.back(), "CUDA_VISIBLE_DEVICES=1");
+}
+
+TEST(RemoteTransport, StagesUnderNamesTheWorkerAccepts) {
+  using T = remote::StagedTransport;
+  EXPECT_EQ(T::staged_name("/p/19_ReLU.py"), "19_ReLU.py");
+  EXPECT_EQ(T::staged_name("/p/my kernel (v2).py"), "my_kernel__v2_.py");
+  EXPECT_EQ(T::staged_name("/p/-rf.py"), "_-rf.py");
+  EXPECT_EQ(T::staged_name("/p/k\u00e9.cu"), "k__.cu");
+  EXPECT_EQ(T::staged_name("/p/" + std::string(300, 'a')).size(), 200u);
+}
+
+TEST(RemoteShell, StopCommandStopsOnlyAWorker) {
+  auto start = [](const std::string& tag) {
+    ok::util::SpawnOptions so;
+    so.argv = {"/usr/bin/python3", "-c", "import time; time.sleep(120)", tag};
+    auto p = ok::util::Subprocess::spawn(so);
+    EXPECT_TRUE(p);
+    return std::move(*p);
+  };
+  auto worker = start("openkernel_worker");
+  auto other = start("something_else");
+  for (auto* p : {&worker, &other}) {
+    // What ssh hands to the host's login shell, handed to a local one.
+    auto r = ok::util::run_capture({"sh", "-c", remote::remote_stop_command(p->pid())},
+                                   std::chrono::seconds(10));
+    ASSERT_TRUE(r);
+  }
+  EXPECT_TRUE(worker.try_wait() ||
+              (std::this_thread::sleep_for(std::chrono::milliseconds(300)), worker.try_wait()));
+  EXPECT_FALSE(other.try_wait());
 }
 
 TEST(RemoteShell, QuotingSurvivesASh) {
@@ -141,6 +244,9 @@ struct FakeTransport : eval::Transport {
     if (reply.contains("candidate")) reply["candidate"] = "/here/cand.py";
     if (reply.contains("message")) reply["message"] = "read /here/cand.py";
   }
+  void close(ok::util::Subprocess& channel) override {
+    log->push_back(channel.pid() > 0 ? "close" : "close without a process");
+  }
   ok::util::Result<eval::Worker> reconnect() override {
     log->push_back("reconnect");
     if (next.empty()) return ok::util::fail(ErrorKind::kEnvironment, "host down");
@@ -185,6 +291,17 @@ TEST(WorkerTransport, RetriesOnceOnAFreshWorkerWhenTheChannelCloses) {
   EXPECT_EQ((*r)["candidate"], "/here/cand.py");
   EXPECT_EQ(log, (std::vector<std::string>{"staged", "reconnect", "staged"}));
   EXPECT_TRUE(w.call(kEvaluate, std::chrono::seconds(30)));  // the fresh worker stays
+}
+
+TEST(WorkerTransport, ClosesTheChannelOfAWorkerLetGo) {
+  std::vector<std::string> log;
+  { auto w = remote_worker("serve", {}, log); }
+  EXPECT_EQ(log, std::vector<std::string>{"close"});
+  log.clear();
+  auto a = remote_worker("serve", {}, log);
+  a = remote_worker("serve", {}, log);  // the first one's channel closed, the second kept
+  EXPECT_EQ(log, std::vector<std::string>{"close"});
+  EXPECT_TRUE(a.call(kEvaluate, std::chrono::seconds(30)));
 }
 
 TEST(WorkerTransport, ASecondLossIsRemoteLost) {

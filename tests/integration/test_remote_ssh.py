@@ -1,21 +1,13 @@
 """`--eval-host ssh://...` against a real OpenSSH server on loopback (docs/remote.md).
 
-The module starts Debian's sshd on a free port of 127.0.0.1 with its own configuration, host key and
-authorized key in a temporary folder, as the current user. sshd refuses to start as root without
-its privilege-separation folder /run/sshd; where that is missing and we are root, sshd runs in a
-private mount namespace with a fresh tmpfs on /run (`unshare --mount`), leaving the machine's /run
-alone. The engine reaches it through OPENKERNEL_SSH, a wrapper running `ssh -F` with the test's own
-client configuration (key, known hosts), so the user's ~/.ssh is neither read nor written; the
-server's SetEnv points the host side's cache (the shipped worker, the staged files) into the same
-temporary folder. Skips, saying why, only when sshd cannot be started here.
+The module starts Debian's sshd on loopback with a throwaway key (loopback_sshd.py, which says how)
+and skips, saying why, only when sshd cannot be started here.
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import threading
@@ -26,8 +18,8 @@ from typing import Iterator
 import pytest
 
 from locations import BINARY, PYTHON, ROOT
+from loopback_sshd import Server, free_port, serve
 
-SSHD = "/usr/sbin/sshd"
 SWISH = ROOT / "examples/swish_chain"
 QUICK = ["--backend", "cpu", "--trials", "2", "--timing-budget", "0.3", "--timeout", "60",
          "--seed", "7", "--json"]
@@ -35,73 +27,12 @@ QUICK = ["--backend", "cpu", "--trials", "2", "--timing-budget", "0.3", "--timeo
 pytestmark = pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}")
 
 
-class Server:
-    def __init__(self, root: Path, port: int, proc: subprocess.Popen[bytes]) -> None:
-        self.root, self.port, self.proc = root, port, proc
-        self.url = f"ssh://127.0.0.1:{port}"
-        self.remote_cache = root / "remote-cache/openkernel"
-
-    def env(self, home: Path) -> dict[str, str]:
-        env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
-                   XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local"),
-                   OPENKERNEL_SSH=str(self.root / "ssh"))
-        env.pop("OPENKERNEL_PYTHON", None)
-        return env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def write_configs(root: Path, port: int) -> None:
-    for key in ("host_key", "user_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / key)],
-                       check=True)
-    shutil.copy(root / "user_key.pub", root / "authorized_keys")
-    (root / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n"
-        f"AuthorizedKeysFile {root}/authorized_keys\nPidFile {root}/sshd.pid\nUsePAM no\n"
-        "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "PermitRootLogin prohibit-password\nAllowTcpForwarding no\nX11Forwarding no\n"
-        f"SetEnv XDG_CACHE_HOME={root}/remote-cache\n")
-    user = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
-    (root / "ssh_config").write_text(
-        f"Host *\n  User {user}\n  IdentityFile {root}/user_key\n  IdentitiesOnly yes\n"
-        f"  UserKnownHostsFile {root}/known_hosts\n  StrictHostKeyChecking accept-new\n"
-        "  LogLevel ERROR\n")
-    wrapper = root / "ssh"
-    wrapper.write_text(f"#!/bin/sh\nexec ssh -F {root}/ssh_config \"$@\"\n")
-    wrapper.chmod(0o755)
-
-
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    if not os.access(SSHD, os.X_OK) or shutil.which("ssh") is None:
-        pytest.skip(f"no OpenSSH server at {SSHD} or no ssh client (scripts/setup.sh --tests)")
-    root = tmp_path_factory.mktemp("sshd")
-    port = free_port()
-    write_configs(root, port)
-    argv = [SSHD, "-D", "-e", "-f", str(root / "sshd_config")]
-    if os.geteuid() == 0 and not os.path.isdir("/run/sshd"):
-        argv = ["unshare", "--mount", "sh", "-c",
-                "mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -m 0755 /run/sshd && exec "
-                + " ".join(argv)]
-    log = open(root / "sshd.log", "wb")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    if proc.poll() is not None:
-        pytest.skip(f"sshd cannot start here: {(root / 'sshd.log').read_text()[-500:]}")
-    yield Server(root, port, proc)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(10)
+    for server in serve(tmp_path_factory.mktemp("sshd")):
+        if isinstance(server, str):
+            pytest.skip(server)
+        yield server
 
 
 def openkernel(server: Server, home: Path, *args: str,
@@ -148,9 +79,9 @@ def test_eval_host_refused_clearly(sshd: Server, tmp_path: Path) -> None:
     bad = openkernel(sshd, tmp_path, *evaluate_args(db, SWISH / "candidate.py", "--eval-host",
                                                     "ssh://-oProxyCommand=x"))
     assert bad.returncode == 2 and "cannot start with '-'" in bad.stderr
-    slurm = openkernel(sshd, tmp_path, *evaluate_args(db, SWISH / "candidate.py", "--eval-host",
-                                                      "slurm"))
-    assert slurm.returncode == 2 and "not supported yet" in slurm.stderr
+    scheme = openkernel(sshd, tmp_path, *evaluate_args(db, SWISH / "candidate.py", "--eval-host",
+                                                       "http://gpu1"))
+    assert scheme.returncode == 2 and "only ssh:// hosts and slurm" in scheme.stderr
     closed = openkernel(sshd, tmp_path, *evaluate_args(db, SWISH / "candidate.py", "--eval-host",
                                                        f"ssh://127.0.0.1:{free_port()}"))
     assert closed.returncode == 2 and "cannot reach the evaluation host" in closed.stderr
@@ -220,6 +151,84 @@ def test_worker_lost_mid_evaluation(sshd: Server, tmp_path: Path, kills: int) ->
         assert "twice" in json.loads(rows[0][2])[0]
 
 
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if stat:
+            children.setdefault(int(stat.rsplit(b")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z")
+    except OSError:
+        return False
+
+
+def gone_within(pids: list[int], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(running(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def busy_remote_worker(server: Server, timeout_s: float = 120) -> list[int]:
+    """A remote worker that runs a candidate, and everything below it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for pid in remote_workers(server):
+            if has_children(pid):
+                return [pid, *descendants(pid)]
+        time.sleep(0.1)
+    raise AssertionError("no remote worker started a candidate")
+
+
+def test_a_dropped_channel_leaves_no_worker_on_the_host(sshd: Server, tmp_path: Path) -> None:
+    # The engine's ssh is killed mid-evaluation: the host's worker and its candidate stop (the
+    # worker's watchdog; the engine's stop command before its retry), and the retry's worker
+    # ends with the engine.
+    slow = tmp_path / "slow_candidate.py"
+    slow.write_text("import time\ntime.sleep(5)\n" + (SWISH / "candidate.py").read_text())
+    engine = subprocess.Popen([str(BINARY), *evaluate_args(tmp_path / "db.sqlite", slow,
+                                                           "--eval-host", sshd.url)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=sshd.env(tmp_path))
+    first = busy_remote_worker(sshd)
+    for pid in descendants(engine.pid):
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "ssh":
+            os.kill(pid, signal.SIGKILL)
+    assert gone_within(first, 5), [p for p in first if running(p)]
+    out, err = engine.communicate(timeout=300)
+    assert engine.returncode == 0, err
+    assert json.loads(out)["verdict"] == "correct"
+    assert gone_within(remote_workers(sshd), 5)
+
+
+def test_a_killed_engine_leaves_no_worker_on_the_host(sshd: Server, tmp_path: Path) -> None:
+    slow = tmp_path / "slow_candidate.py"
+    slow.write_text("import time\ntime.sleep(30)\n" + (SWISH / "candidate.py").read_text())
+    engine = subprocess.Popen([str(BINARY), *evaluate_args(tmp_path / "db.sqlite", slow,
+                                                           "--eval-host", sshd.url)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=sshd.env(tmp_path))
+    worker = busy_remote_worker(sshd)
+    engine.kill()
+    engine.wait()
+    assert gone_within(worker + remote_workers(sshd), 5), [p for p in worker if running(p)]
+
+
 def optimize(server: Server, home: Path, *extra: str) -> dict:
     p = openkernel(server, home, "optimize", "--db", str(home / "db.sqlite"), "--reference",
                    str(SWISH / "reference.py"), "--backend", "cpu", "--model", "builtin",
@@ -258,6 +267,62 @@ def test_optimize_goes_on_after_losing_the_host_twice(sshd: Server, tmp_path: Pa
         rows = db.execute("SELECT a.verdict, e.verdict, e.flags FROM attempts a JOIN evaluations e "
                           "ON e.id = a.evaluation_id ORDER BY a.number").fetchall()
     assert rows[0] == ("evaluator_error", "evaluator_error", '["remote_lost"]')
+
+
+def attempts(db: Path) -> list[tuple]:
+    try:
+        with sqlite3.connect(db, timeout=30) as c:
+            return c.execute("SELECT a.number, a.verdict, a.evaluation_id, a.path, e.flags "
+                             "FROM attempts a LEFT JOIN evaluations e ON e.id = a.evaluation_id "
+                             "ORDER BY a.number").fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+
+
+def test_optimize_resumes_after_the_host_was_lost(tmp_path: Path) -> None:
+    # A host of its own goes down mid-session (its sshd stops, its worker is killed): the attempt
+    # is recorded as remote_lost and the session stops; with the host back, --resume finishes the
+    # session and everything recorded before is kept as it was.
+    (tmp_path / "host").mkdir()
+    (tmp_path / "home").mkdir()
+    home, db = tmp_path / "home", tmp_path / "home/db.sqlite"
+    down = serve(tmp_path / "host")
+    server = next(down)
+    if isinstance(server, str):
+        pytest.skip(server)
+    common = ["--db", str(db), "--json", "--python", PYTHON, "--eval-host", server.url]
+    engine = subprocess.Popen(
+        [str(BINARY), "optimize", "--reference", str(SWISH / "reference.py"), "--backend", "cpu",
+         "--model", "builtin", "--iterations", "3", "--seed", "7", "--trials", "2",
+         "--timing-budget", "0.3", "--out", str(home / "out"), *common],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server.env(home))
+    deadline = time.monotonic() + 300
+    while not attempts(db) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    busy_remote_worker(server)
+    down.close()  # the listener stops: no fresh worker can connect
+    for pid in remote_workers(server):
+        os.kill(pid, signal.SIGKILL)
+    out, err = engine.communicate(timeout=300)
+    stopped = json.loads(out.splitlines()[-1])
+    assert stopped["stop_reason"] == "error" and "could not be restarted" in stopped["error"], err
+    before = attempts(db)
+    assert before[-1][1] == "evaluator_error" and before[-1][4] == '["remote_lost"]', before
+    assert len(before) < 3 and all(a[1] == "correct" for a in before[:-1]), before
+    with sqlite3.connect(db) as c:
+        (session,) = c.execute("SELECT id FROM sessions").fetchone()
+    up = serve(tmp_path / "host")
+    assert not isinstance(next(up), str)
+    try:
+        p = openkernel(server, home, "optimize", "--resume", session, *common, timeout=600)
+    finally:
+        up.close()
+    assert p.returncode == 0, p.stderr
+    after = attempts(db)
+    assert after[:len(before)] == before and len(after) == 3, after
+    report = json.loads(p.stdout.splitlines()[-1])
+    assert report["verdict"] == "correct" and len(report["history"]) == 3
+    assert report["session"] == stopped["session"] and report["stop_reason"] == "iterations"
 
 
 MINIBENCH = Path(__file__).resolve().parent / "fixtures/minibench"
