@@ -5,15 +5,14 @@
 // attempt first appeared.
 //
 // The first render is ordered for speed (docs/dashboard.md, "Render time"): every request of the
-// chosen session goes out at once when this module starts, without waiting for Plotly, which
-// loads async; the panels that do not use Plotly (summary, table, tree, diff, the utilisation
-// gauges and the 3D landscape, drawn on a canvas) are drawn as soon as the data is here; the
-// Plotly panels once Plotly has run.
+// chosen session goes out at once when this module starts; every panel is drawn as soon as the
+// data and the diff's two sources are here, in one frame. No panel needs Plotly (the 2D plots are
+// SVG charts of our own, chart.js); the Charts page loads it when it is first opened.
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
 import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
-import { loadCartesian, plotly, plotlyLoaded, swapPlots } from "./plots.js";
+import { loadPlotly } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
 } from "./session_panels.js";
@@ -30,12 +29,11 @@ const state = {
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
 // Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
-// here), textPanelsMs (the panels without Plotly drawn), plotlyMs (Plotly has run), plotsMs (the
-// Plotly panels drawn), drawnMs (every panel drawn, the diff's sources here), firstRenderMs (the
+// here), sourcesMs (the diff's two sources here), drawnMs (every panel drawn), firstRenderMs (the
 // frame with every panel painted); renderMs: each panel's drawing time.
 const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
-                      moduleStartMs: performance.now(), dataMs: null, textPanelsMs: null,
-                      plotlyMs: null, plotsMs: null, drawnMs: null, renderMs: {} };
+                      moduleStartMs: performance.now(), dataMs: null, sourcesMs: null,
+                      drawnMs: null, renderMs: {} };
 // Keeps the first time of a mark.
 const mark = (name) => { if (okDashboard[name] === null) okDashboard[name] = performance.now(); };
 window.okDashboard = okDashboard;
@@ -61,7 +59,6 @@ function select(number) {
 function renderSelectionDependents() {
   timed("table", () => renderTable(panel("table"), state, select));
   timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
-  if (!plotly()) return;  // drawn by drawPlots once Plotly has run
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
 }
 
@@ -72,12 +69,33 @@ function timed(name, render) {
   okDashboard.renderMs[name] = Math.round(performance.now() - t0);
 }
 
-// The panels without Plotly: drawn at once.
-function renderText() {
+// The widths of the panels that draw to a size, read once before any panel is drawn: one
+// layout of the page, where each panel reading its own after the others wrote would lay the
+// page out again (docs/dashboard.md, "Render time").
+function measureWidths() {
+  const names = ["trajectory", "roofline", "landscape", "convergence", "cost", "strategies"];
+  return Object.fromEntries(names.map((n) => [n, panel(n).querySelector(".body").clientWidth]));
+}
+
+// Every panel of the session and across sessions.
+function renderPanels() {
+  state.widths = measureWidths();
+  // The landscape first: its canvas' font is resolved against the page's style, which the
+  // panels written before it would have to be styled for first.
+  timed("landscape", () => renderLandscape(panel("landscape"), state, select));
   timed("table", () => renderTable(panel("table"), state, select));
   timed("tree", () => renderTree(panel("tree"), state, select));
   timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
-  timed("landscape", () => renderLandscape(panel("landscape"), state, select));
+  timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
+  timed("roofline", () => renderRoofline(panel("roofline"), state, select));
+  renderAcross();
+  state.widths = null;  // later renders, after the page may have changed, read their own
+}
+
+function renderAcross() {
+  timed("convergence", () => renderConvergence(panel("convergence"), state));
+  timed("cost", () => renderCost(panel("cost"), state));
+  timed("strategies", () => renderStrategies(panel("strategies"), state));
 }
 
 // Resolves after a frame has been painted. A hidden tab paints no frame: there it resolves in
@@ -85,28 +103,6 @@ function renderText() {
 function nextPaint() {
   if (document.hidden) return new Promise((resolve) => setTimeout(resolve, 0));
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-}
-
-// The Plotly panels, with the state as it is when Plotly is there. Resolves when every one is
-// drawn.
-async function drawPlots() {
-  await plotlyLoaded;
-  mark("plotlyMs");
-  renderPlots();
-  mark("plotsMs");
-}
-
-function renderPlots() {
-  timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
-  timed("roofline", () => renderRoofline(panel("roofline"), state));
-  renderAcross();
-}
-
-function renderAcross() {
-  if (!plotly()) return;  // drawn by drawPlots once Plotly has run
-  timed("convergence", () => renderConvergence(panel("convergence"), state));
-  timed("cost", () => renderCost(panel("cost"), state));
-  timed("strategies", () => renderStrategies(panel("strategies"), state));
 }
 
 function renderSummary() {
@@ -187,11 +183,10 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   // A diff that fails does not keep the panels off the screen; its error is the render's.
   const diff = loadDiff();
   await diff.catch(() => {});
-  renderText();
-  mark("textPanelsMs");
-  await drawPlots();
-  await diff;
+  mark("sourcesMs");
+  renderPanels();
   mark("drawnMs");
+  await diff;
 }
 
 // Re-reads the session list; true when a session was added or changed since the last read.
@@ -270,23 +265,13 @@ function bindControls() {
     panel("trajectory").querySelectorAll("button[data-x]").forEach((o) => o.classList.toggle("active", o === b));
     renderTrajectory(panel("trajectory"), state, select);
   }));
-  let chartsOpened = false;
   document.querySelectorAll("nav button[data-page]").forEach((b) => b.addEventListener("click", async () => {
     document.querySelectorAll("nav button").forEach((o) => o.classList.toggle("active", o === b));
     document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== `page-${b.dataset.page}`; });
-    if (b.dataset.page !== "charts") {
-      // Back on the dashboard after the Charts page: its plots drawn again by the cartesian
-      // Plotly (swapPlots removed the basic one's; any drawn meanwhile was drawn hidden).
-      if (chartsOpened && plotly()) renderPlots();
-      return;
-    }
-    // The Charts page draws box plots and heatmaps: Plotly's cartesian bundle (plots.js).
-    const [data] = await Promise.all([getJSON("/api/charts"), loadCartesian()]);
-    chartsOpened = true;
-    swapPlots($("page-session"));
-    // Back on the dashboard before the bundle came: its plots were just removed, draw them again.
-    if ($("page-charts").hidden) return renderPlots();
-    renderCharts(panel("charts"), data);
+    if (b.dataset.page !== "charts") return;
+    // The Charts page draws box plots and heatmaps: Plotly's cartesian bundle, loaded now.
+    const [data] = await Promise.all([getJSON("/api/charts"), loadPlotly()]);
+    if (!$("page-charts").hidden) renderCharts(panel("charts"), data);
   }));
 }
 
@@ -304,9 +289,8 @@ async function main() {
     await openSession(id, known ? early : undefined);
   } else {
     $("session-summary").textContent = "no session in this store yet: run `openkernel optimize`";
-    renderText();
+    renderPanels();
     renderDiff(panel("diff"), state, sources);
-    await drawPlots();
     mark("drawnMs");
   }
   await nextPaint();  // complete means on screen: the frame with the last panel painted
