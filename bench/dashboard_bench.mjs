@@ -9,8 +9,7 @@
 //   user opens the page: nothing cached, every file downloaded and compiled. The 1 s limit is
 //   this one's.
 // - warm: the same profile opening the page again: files from chromium's HTTP cache (the
-//   versioned paths are immutable: no request) and, from the third opening on, V8's code cache
-//   for plotly.min.js.
+//   versioned paths are immutable: no request) and, from the third opening on, V8's code cache.
 // The machine's load average is recorded with every render (the machine is shared).
 //
 // Side by side: --before BIN_DIR:HOME also serves the same store with another build's
@@ -296,7 +295,8 @@ async function main() {
         ...markText(runs, "plots_ms", "Plotly panels drawn"),
         ...markText(runs, "landscape_start_ms", "their frame painted"),
         ...markText(runs, "drawn_ms", "every panel drawn")].join(", ")}, painted (complete) ` +
-        `${s.median_ms}; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`,
+        `${s.median_ms}${med(runs, (r) => r.plotly_bytes_transferred) === null ? "; no Plotly loaded"
+          : `; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`}`,
       `    panels drawn (ms, medians): ` +
         Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),
     ];

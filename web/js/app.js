@@ -12,6 +12,7 @@ import { renderConvergence, renderCost, renderStrategies } from "./across_panels
 import { renderCharts } from "./charts_page.js";
 import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
+import { early, fetchSession, getJSON } from "./boot.js";
 import { loadPlotly } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
@@ -28,6 +29,7 @@ const state = {
   diff: { a: null, b: null },
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
+const asked = new Map();    // attempt number -> the request for its source, made ahead
 // Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
 // here), sourcesMs (the diff's two sources here), drawnMs (every panel drawn), firstRenderMs (the
 // frame with every panel painted); renderMs: each panel's drawing time.
@@ -41,12 +43,6 @@ window.okDashboard = okDashboard;
 const $ = (id) => document.getElementById(id);
 const panel = (name) => $(`panel-${name}`);
 
-async function getJSON(path) {
-  const res = await fetch(path, { cache: "no-store" });
-  const body = await res.json();
-  if (!res.ok) throw new Error(body.error || `${path}: HTTP ${res.status}`);
-  return body;
-}
 
 function select(number) {
   state.selected = number;
@@ -77,9 +73,9 @@ function measureWidths() {
   return Object.fromEntries(names.map((n) => [n, panel(n).querySelector(".body").clientWidth]));
 }
 
-// Every panel of the session and across sessions.
-function renderPanels() {
-  state.widths = measureWidths();
+// Every panel of the session and across sessions; `widths`: measureWidths', when read earlier.
+function renderPanels(widths = measureWidths()) {
+  state.widths = widths;
   // The landscape first: its canvas' font is resolved against the page's style, which the
   // panels written before it would have to be styled for first.
   timed("landscape", () => renderLandscape(panel("landscape"), state, select));
@@ -137,15 +133,31 @@ function fillDiffPickers() {
   }
 }
 
+const sourcePath = (id, n) => `/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`;
+
+// Asks for the sources the diff will first show, with the session's data rather than after it
+// (a round trip less before the first render): the session list names the best attempt and the
+// count, and the diff opens on the first attempt against the best (or the last). A wrong guess
+// costs a request the diff does not use.
+function askSources(id) {
+  const s = state.sessions.find((x) => x.id === id);
+  if (!s || !s.attempts) return;
+  const second = s.best_attempt !== null && s.best_attempt !== 1 ? s.best_attempt : s.attempts;
+  for (const n of new Set([1, second])) {
+    const req = getJSON(sourcePath(id, n));
+    req.catch(() => {});  // awaited only if the diff wants it
+    asked.set(n, req);
+  }
+}
+
 async function loadDiff() {
   const { a, b } = state.diff;
   const id = state.id;
   const wanted = [...new Set([a, b])].filter((n) => n !== null && !sources.has(n));
-  const got = await Promise.all(wanted.map((n) =>
-    getJSON(`/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`)));
+  const got = await Promise.all(wanted.map((n) => asked.get(n) || getJSON(sourcePath(id, n))));
   wanted.forEach((n, i) => sources.set(n, got[i]));
   await highlightLoaded;
-  if (id === state.id) renderDiff(panel("diff"), state, sources);
+  if (id === state.id) timed("diff", () => renderDiff(panel("diff"), state, sources));
 }
 
 function noteSeen() {
@@ -155,18 +167,15 @@ function noteSeen() {
   }
 }
 
-// Everything the session's panels read, requested at once.
-function fetchSession(id) {
-  const path = `/api/sessions/${encodeURIComponent(id)}`;
-  return Promise.all([getJSON(path), getJSON(`${path}/intents`), getJSON("/api/aggregates"),
-                      getJSON("/api/strategies")]);
-}
 
 // Takes a session's data (fetchSession's, or fetched now) and redraws every panel.
 async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   const [detail, intents, aggregates, strategies] = await fetched;
   // Another session was opened while this one's data was on its way: it is stale, drop it.
   if (id !== state.id) return;
+  // Measured before anything is written: the page is still laid out from its last frame, so
+  // this costs no layout (after the diff and the pickers are written it would).
+  const widths = measureWidths();
   state.detail = detail;
   state.tree = intents.tree;
   state.aggregates = aggregates;
@@ -184,14 +193,15 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   const diff = loadDiff();
   await diff.catch(() => {});
   mark("sourcesMs");
-  renderPanels();
+  renderPanels(widths);
   mark("drawnMs");
   await diff;
 }
 
-// Re-reads the session list; true when a session was added or changed since the last read.
-async function refreshSessions() {
-  const { sessions } = await getJSON("/api/sessions");
+// Re-reads the session list (or takes `answer`, its request made already); true when a session
+// was added or changed since the last read.
+async function refreshSessions(answer = getJSON("/api/sessions")) {
+  const { sessions } = await answer;
   const sig = (ss) => ss.map((s) => `${s.id}/${s.updated_at}/${s.attempts}`).join(",");
   const changed = sig(sessions) !== sig(state.sessions);
   state.sessions = sessions;
@@ -218,6 +228,8 @@ async function openSession(id, fetched = fetchSession(id)) {
   state.detail = null; state.tree = null; state.selected = null; state.lastEvent = 0;
   state.diff = { a: null, b: null };
   sources.clear();
+  asked.clear();
+  askSources(id);
   okDashboard.seen = {};
   const params = new URLSearchParams(location.search);
   params.set("session", id);
@@ -277,16 +289,13 @@ function bindControls() {
 
 async function main() {
   bindControls();
-  // The session the address names is requested with the list, not after it; if the list has no
-  // such session its answer is dropped (one 404) and the newest session is shown.
-  const wanted = new URLSearchParams(location.search).get("session");
-  const early = wanted ? fetchSession(wanted) : null;
-  if (early) early.catch(() => {});  // awaited below only when the session exists
-  await refreshSessions();
-  const known = state.sessions.some((s) => s.id === wanted);
-  const id = known ? wanted : state.sessions.length ? state.sessions[0].id : null;
+  // The session the address names was requested with the list, by boot.js; if the list has no
+  // such session that answer is dropped and the newest session is shown.
+  await refreshSessions(early.sessions);
+  const known = state.sessions.some((s) => s.id === early.wanted);
+  const id = known ? early.wanted : state.sessions.length ? state.sessions[0].id : null;
   if (id) {
-    await openSession(id, known ? early : undefined);
+    await openSession(id, known ? early.session : undefined);
   } else {
     $("session-summary").textContent = "no session in this store yet: run `openkernel optimize`";
     renderPanels();
