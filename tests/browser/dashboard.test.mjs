@@ -295,27 +295,52 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
   }
 });
 
-test("a 500-attempt session: the table draws the rows in view, the landscape every attempt",
-     { skip: reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`),
-       timeout: 300_000 }, async () => {
+
+// With DASHBOARD_SCREENSHOTS, a screenshot of `panel` (one of the first screen's) under that
+// folder: the page scrolled to the top (below the sticky header) and the pointer away.
+async function shot(page, panel, name) {
+  if (!process.env.DASHBOARD_SCREENSHOTS) return;
+  await page.mouse.move(0, 0);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await panel.screenshot({ path: join(resolve(ROOT, process.env.DASHBOARD_SCREENSHOTS), name) });
+}
+
+const SYNTH_SKIP = reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`);
+
+// A synthetic session (dashboard_synth DB --session ID ...args; `prepare(tmp)` may return more
+// args) served by the dashboard and opened in chromium; `check({page, url})` runs on the page once
+// it is ready, and the page must log no error.
+async function onSyntheticSession(id, args, check, prepare = async () => []) {
   const require = createRequire(import.meta.url);
   const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
-  const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-500-"));
+  const tmp = mkdtempSync(join(tmpdir(), `ok-dashboard-${id}-`));
   const db = join(tmp, "db.sqlite");
   let browser, dash;
   try {
-    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", "big", "--attempts", "500"], process.env);
+    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", id, ...args, ...await prepare(tmp)],
+                        process.env);
     assert.equal(await synth.done, 0, synth.err);
     dash = start(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"], process.env);
     const url = (await until("the dashboard's URL", () => dash.out.match(/http:\/\/\S+/), 30_000))[0];
-    const big = await api(url, "/api/sessions/big");
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors = [];
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`${url}?session=big`);
+    await page.goto(`${url}?session=${id}`);
     await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 60_000 });
+    await check({ page, url });
+    assert.deepEqual(errors, [], "console errors");
+  } finally {
+    if (browser) await browser.close();
+    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+test("a 500-attempt session: the table draws the rows in view, the landscape every attempt",
+     { skip: SYNTH_SKIP, timeout: 300_000 }, () => onSyntheticSession("big", ["--attempts", "500"], async ({ page, url }) => {
+    const big = await api(url, "/api/sessions/big");
 
     // The rows drawn: a contiguous stretch of the order, which covers what is in view.
     const drawn = () => page.$$eval("#panel-table tbody tr[data-number]", (rows) => rows.map((r) => Number(r.dataset.number)));
@@ -357,51 +382,16 @@ test("a 500-attempt session: the table draws the rows in view, the landscape eve
     await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), pick, { timeout: 5_000 });
 
     assert.equal(await page.getAttribute("#panel-landscape canvas.scatter3d", "data-points"), "500");
-    assert.deepEqual(errors, [], "console errors");
-  } finally {
-    if (browser) await browser.close();
-    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
-    rmSync(tmp, { recursive: true, force: true });
-  }
-});
+}));
 
 test("a recorded deep profile: the utilisation and roofline panels show ncu's measured numbers",
-     { skip: reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`),
-       timeout: 300_000 }, async () => {
-  const require = createRequire(import.meta.url);
-  const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
-  const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-profile-"));
-  const db = join(tmp, "db.sqlite");
-  let browser, dash;
-  try {
-    // The profile as the worker records it: ncu's raw page parsed by ncu_report (docs/profiling.md).
-    const profileFile = join(tmp, "profile.json");
-    const parse = start(PYTHON, ["-c", [
-      "import json, sys", "from openkernel_worker import ncu_report",
-      "k = ncu_report.parse_raw(open(sys.argv[1]).read())",
-      "json.dump({'tier': 'deep', 'requested_tier': 'deep', 'kernel_metrics': k, 'flags': [],",
-      "           'tool': {'name': 'ncu', 'version': 'fixture'}}, open(sys.argv[2], 'w'))"].join("\n"),
-      join(ROOT, "python/tests/data/profiling/synthetic_raw.csv"), profileFile],
-      { ...process.env, PYTHONPATH: join(ROOT, "python") });
-    assert.equal(await parse.done, 0, parse.err);
-    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", "prof", "--attempts", "40",
-                                                       "--profile", profileFile], process.env);
-    assert.equal(await synth.done, 0, synth.err);
-    dash = start(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"], process.env);
-    const url = (await until("the dashboard's URL", () => dash.out.match(/http:\/\/\S+/), 30_000))[0];
+     { skip: SYNTH_SKIP, timeout: 300_000 }, () => onSyntheticSession("prof", ["--attempts", "40"], async ({ page, url }) => {
     const data = await api(url, "/api/sessions/prof");
     const profiled = data.attempts.filter((a) => a.profile);
     assert.ok(profiled.length >= 1, "some attempt carries the profile");
     const p = profiled[0].profile;
     assert.equal(p.tool, "ncu");
     assert.equal(p.kernels, 2);
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const errors = [];
-    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`${url}?session=prof`);
-    await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 60_000 });
 
     // Select the profiled attempt (a row of the table): its gauges are ncu's, marked so.
     const n = profiled[0].number;
@@ -415,6 +405,7 @@ test("a recorded deep profile: the utilisation and roofline panels show ncu's me
     assert.deepEqual(labels, [`selected #${n}: DRAM throughput (ncu): ${pct(p.dram_throughput_pct)}`,
                               `selected #${n}: SM throughput (ncu): ${pct(p.sm_throughput_pct)}`,
                               `selected #${n}: achieved occupancy (ncu): ${pct(p.achieved_occupancy_pct)}`]);
+    await shot(page, page.locator("#panel-utilisation"), "utilisation_ncu.png");
     // An attempt without a profile: the analytical estimate, marked so.
     const plain = data.attempts.find((a) => a.roofline && !a.profile).number;
     await page.fill("#table-filter", "");
@@ -441,16 +432,17 @@ test("a recorded deep profile: the utilisation and roofline panels show ncu's me
     const tip = roof.locator(".tooltip");
     await tip.waitFor({ state: "visible", timeout: 5_000 });
     assert.match(await tip.innerText(), /measured by ncu: /);
-    if (process.env.DASHBOARD_SCREENSHOTS) {
-      const shots = resolve(ROOT, process.env.DASHBOARD_SCREENSHOTS);
-      await page.mouse.move(0, 0);
-      await page.locator("#panel-utilisation").screenshot({ path: join(shots, "utilisation_ncu.png") });
-      await roof.screenshot({ path: join(shots, "roofline_ncu.png") });
-    }
-    assert.deepEqual(errors, [], "console errors");
-  } finally {
-    if (browser) await browser.close();
-    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
-    rmSync(tmp, { recursive: true, force: true });
-  }
-});
+    await shot(page, roof, "roofline_ncu.png");
+}, async (tmp) => {
+  // The profile as the worker records it: ncu's raw page parsed by ncu_report (docs/profiling.md).
+  const profileFile = join(tmp, "profile.json");
+  const parse = start(PYTHON, ["-c", [
+    "import json, sys", "from openkernel_worker import ncu_report",
+    "k = ncu_report.parse_raw(open(sys.argv[1]).read())",
+    "json.dump({'tier': 'deep', 'requested_tier': 'deep', 'kernel_metrics': k, 'flags': [],",
+    "           'tool': {'name': 'ncu', 'version': 'fixture'}}, open(sys.argv[2], 'w'))"].join("\n"),
+    join(ROOT, "python/tests/data/profiling/synthetic_raw.csv"), profileFile],
+    { ...process.env, PYTHONPATH: join(ROOT, "python") });
+  assert.equal(await parse.done, 0, parse.err);
+  return ["--profile", profileFile];
+}));

@@ -31,6 +31,7 @@ test("niceTicks: round steps, and bounded where adding a step changes nothing", 
 test("logTicks: decades, 2 and 5 between them on short axes, linear steps within a decade", () => {
   assert.deepEqual(logTicks(1, 100), [1, 2, 5, 10, 20, 50, 100]);
   assert.deepEqual(logTicks(1, 1000), [1, 10, 100, 1000]);
+  assert.deepEqual(logTicks(2e8, 5e11), [1e9, 1e10, 1e11], "3.4 decades: the decades alone");
   assert.deepEqual(logTicks(1e6, 1e12), [1e6, 1e8, 1e10, 1e12]);
   assert.deepEqual(logTicks(2, 7), [2, 4, 6]);
   assert.deepEqual(logTicks(0.5, 30), [0.5, 1, 2, 5, 10, 20]);
@@ -136,6 +137,16 @@ test("figureSvg draws axes, titles, markers, the colour bar; markerSvg every sym
   assert.ok(svg.includes(">attempt</text>") && svg.includes(">speedup</text>"));
   assert.ok(svg.includes('clip-path="url(#u1-clip0)"') && svg.includes('id="u1-grad"'));
   assert.ok(svg.includes(`fill="${viridis(1)}"`), "the best point coloured at the top of the scale");
+  // An integer axis (attempt numbers) labels whole numbers only, where the scale offers halves.
+  const xLabels = (figure) => {
+    const svgText = figureSvg(layoutFigure(figure, 2400), "w");
+    const plot0 = svgText.slice(svgText.indexOf('data-plot="0"'), svgText.indexOf('data-plot="1"'));
+    return [...plot0.matchAll(/class="tick"[^>]*text-anchor="middle">([^<]*)</g)].map((m) => Number(m[1]));
+  };
+  assert.ok(xLabels(spec()).some((v) => !Number.isInteger(v)), `fractions: ${xLabels(spec())}`);
+  const ints = spec();
+  ints.plots[0].x.integer = true;
+  assert.deepEqual(xLabels(ints), [1, 2, 3, 4]);
   for (const sym of ["circle", "x", "star", "diamond", "ring"]) {
     assert.match(markerSvg(sym, 10, 10, 8, "#123456"), /class="pt"/, sym);
   }

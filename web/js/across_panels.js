@@ -33,7 +33,7 @@ export function renderConvergence(panel, state) {
   };
   drawChart(panel.querySelector(".body"), {
     height: 320, legend: true,
-    plots: [{ x: { title: "attempts" }, y: { title: "best speedup so far", type: "log" },
+    plots: [{ x: { title: "attempts", integer: true }, y: { title: "best speedup so far", type: "log" },
               series: sessions.map((s) => line(s, 0)) },
             { x: { title: "seconds since the session began" }, y: { type: "log" },
               series: sessions.map((s) => line(s, 1)) }],

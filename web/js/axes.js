@@ -4,7 +4,7 @@
 // A scale maps a data interval (its domain) onto a pixel interval (its range), linearly or on a
 // log10 axis; its ticks are round numbers inside the domain: steps of 1, 2 or 5 times a power of
 // ten, and on a log axis the powers of ten (with 2x and 5x between them when the axis spans
-// fewer than three decades, and round linear steps when it spans less than one).
+// at most two and a half decades, and round linear steps when it spans less than one).
 
 // Plotly's Viridis colour scale: [position, colour].
 export const VIRIDIS = [
@@ -70,7 +70,7 @@ export function logTicks(lo, hi, count = 6) {
   const out = [];
   // Decades between 1e-324 and 1e308: at most about 630 of them.
   for (let k = first; k <= last; k += every) out.push(Number((10 ** k).toPrecision(12)));
-  if (last - first < 3) {
+  if (b - a <= 2.5) {
     for (let k = first - 1; k <= last; k++) {
       for (const m of [2, 5]) {
         const v = Number((m * 10 ** k).toPrecision(12));

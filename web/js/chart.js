@@ -8,7 +8,8 @@
 // Spec: {height, key (a new key drops the zoom: the axes mean something else), legend (true:
 // listed even with one entry; false: never), plots: [{x: AXIS, y: AXIS, series: [SERIES]}], colour: {title} (a colour bar
 // right of the last plot, for points with a `value`)}.
-// AXIS: {title, type: "linear" | "log", range: [lo, hi] (fixed), zero: true (the range includes 0)}.
+// AXIS: {title, type: "linear" | "log", range: [lo, hi] (fixed), zero: true (the range includes 0),
+// integer: true (ticks on whole numbers only: attempt numbers)}.
 // SERIES: {name, group (the legend entry; default the name), legend (false: not listed), mode:
 // "lines" | "markers" | "lines+markers", shape: "linear" | "hv", colour, width, dash, opacity,
 // symbol, size, hover (false: no tooltip), points: [{x, y, id, text, value, size, symbol}]}.
@@ -170,12 +171,13 @@ function axesSvg(plot) {
   const f = (v) => v.toFixed(1);
   const bottom = box.top + box.height, right = box.left + box.width;
   let grid = "", labels = "";
-  for (const t of x.ticks(Math.max(2, Math.round(box.width / 90)))) {
+  const whole = (axis, ticks) => ticks.filter((t) => !axis.integer || Number.isInteger(t.value));
+  for (const t of whole(spec.x, x.ticks(Math.max(2, Math.round(box.width / 90))))) {
     const px = x.map(t.value);
     grid += `M${f(px)},${box.top}V${bottom}`;
     labels += `<text class="tick" x="${f(px)}" y="${bottom + 14}" text-anchor="middle">${t.label}</text>`;
   }
-  for (const t of y.ticks(Math.max(2, Math.round(box.height / 50)))) {
+  for (const t of whole(spec.y, y.ticks(Math.max(2, Math.round(box.height / 50))))) {
     const py = y.map(t.value);
     grid += `M${box.left},${f(py)}H${right}`;
     labels += `<text class="tick" x="${box.left - 6}" y="${f(py + 3.5)}" text-anchor="end">${t.label}</text>`;

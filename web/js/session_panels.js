@@ -55,7 +55,7 @@ export function renderTrajectory(panel, state, onSelect) {
   }
   drawChart(panel.querySelector(".body"), {
     height: 300, legend: true, key: state.trajectoryX,
-    plots: [{ x: { title: overTime ? "seconds since the session began" : "attempt" },
+    plots: [{ x: { title: overTime ? "seconds since the session began" : "attempt", integer: !overTime },
               y: { title: "speedup vs eager", type: "log" }, series }],
   }, { onClick: onSelect, label: "speedup of every attempt", width: widthOf(state, "trajectory") });
   rendered(panel, "ready");
@@ -131,16 +131,16 @@ function gaugeSet(a, role) {
     const kernel = String(p.kernel || "").slice(0, 60);
     return `<figure class="gauge-set" data-source="measured" data-attempt="${a.number}">` +
       `<figcaption>${role} #${a.number}: measured by ${toolName(p)} (${p.kernels} kernel${p.kernels === 1 ? "" : "s"}` +
-      `${kernel ? `, longest ${escapeHtml(kernel)}` : ""})</figcaption>` +
+      `${kernel ? `, longest ${escapeHtml(kernel)}` : ""})</figcaption><div class="gauge-row">` +
       gaugeSvg(pct(p.dram_throughput_pct), `${role} #${a.number}: DRAM throughput (${toolName(p)})`) +
       gaugeSvg(pct(p.sm_throughput_pct), `${role} #${a.number}: SM throughput (${toolName(p)})`) +
       gaugeSvg(pct(p.achieved_occupancy_pct), `${role} #${a.number}: achieved occupancy (${toolName(p)})`) +
-      "</figure>";
+      "</div></figure>";
   }
   return `<figure class="gauge-set" data-source="estimate" data-attempt="${a.number}">` +
     `<figcaption>${role} #${a.number}: analytical estimate (roofline model)</figcaption>` +
-    gaugeSvg(a.roofline.bandwidth_fraction, `${role} #${a.number}: bandwidth`) +
-    gaugeSvg(a.roofline.compute_fraction, `${role} #${a.number}: compute`) + "</figure>";
+    `<div class="gauge-row">${gaugeSvg(a.roofline.bandwidth_fraction, `${role} #${a.number}: bandwidth`)}` +
+    `${gaugeSvg(a.roofline.compute_fraction, `${role} #${a.number}: compute`)}</div></figure>`;
 }
 
 export function renderUtilisation(panel, state) {
