@@ -145,6 +145,15 @@ TEST(DashboardProfile, MeasuredFiguresFromAProfilesKernels) {
                   .is_null());
   EXPECT_TRUE(ok::dashboard::profile_figures(json{{"kernel_metrics", json::array()}}).is_null());
   EXPECT_TRUE(ok::dashboard::profile_figures(json("garbage")).is_null());
+  // Proton's kernels: times, and FLOPs and bytes where a Triton kernel declares them (no
+  // throughputs: the gauges stay the estimate's).
+  json proton = ok::dashboard::profile_figures(json::parse(R"({"tier": "proton",
+      "tool": {"name": "proton"}, "kernel_metrics": [{"name": "k", "count": 1,
+      "duration_us": 20.0, "flops": 4e6, "bytes": 8e6}]})"));
+  EXPECT_EQ(proton["tool"], "proton");
+  EXPECT_TRUE(proton["dram_throughput_pct"].is_null());
+  EXPECT_DOUBLE_EQ(proton["roofline"]["intensity"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(proton["roofline"]["dram_bytes_per_s"].get<double>(), 8e6 / 20e-6);
   json odd = ok::dashboard::profile_figures(json{{"kernel_metrics", {1, "x", nullptr}}});
   EXPECT_EQ(odd["kernels"], 3);
   EXPECT_TRUE(odd["dram_throughput_pct"].is_null());
