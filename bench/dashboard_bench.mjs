@@ -9,8 +9,7 @@
 //   user opens the page: nothing cached, every file downloaded and compiled. The 1 s limit is
 //   this one's.
 // - warm: the same profile opening the page again: files from chromium's HTTP cache (the
-//   versioned paths are immutable: no request) and, from the third opening on, V8's code cache
-//   for plotly.min.js.
+//   versioned paths are immutable: no request) and, from the third opening on, V8's code cache.
 // The machine's load average is recorded with every render (the machine is shared).
 //
 // Side by side: --before BIN_DIR:HOME also serves the same store with another build's
@@ -20,7 +19,11 @@
 // are checked on this checkout's page only.
 //
 //   node bench/dashboard_bench.mjs [--out bench/results/cpu_dashboard_500_v2] [--cold N] [--warm N]
-//                                  [--before BIN_DIR:HOME] [--screenshots DIR]
+//                                  [--before BIN_DIR:HOME] [--screenshots DIR] [--trace N]
+// --trace N: N more cold loads of each page under chromium's tracing (not counted in the
+// medians above: tracing slows a load), each summarised as where the renderer's main thread
+// spent its time (script, style, layout, paint, HTML parsing, garbage collection) and its
+// longer tasks in order, with what ran in them.
 // --screenshots DIR saves this checkout's landscape panel of the 500-attempt session there
 // (landscape_500.png; docs/dashboard.md shows it).
 // Writes OUT.json and OUT.txt; exits 1 when a limit is missed.
@@ -41,6 +44,7 @@ const API_LIMIT_MS = 200, RENDER_LIMIT_MS = 1000, REPEATS = 20;
 const COLD = Number(arg("--cold", 5)), WARM = Number(arg("--warm", 5));
 const BEFORE = arg("--before", null);
 const SHOTS = arg("--screenshots", null) && resolve(arg("--screenshots"));
+const TRACES = Number(arg("--trace", 0));
 const CHROMIUM_ARGS = ["--no-sandbox", "--use-gl=swiftshader", "--enable-unsafe-swiftshader"];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -83,6 +87,68 @@ function startDashboard(binDir, db, home = null) {
     });
     proc.on("exit", (c) => fail(new Error(`the dashboard (${binDir}) exited with ${c}`)));
   });
+}
+
+const TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8",
+                          "v8.execute", "blink.user_timing", "loading"];
+// Trace event names of the renderer's main thread, by what they are.
+const KINDS = {
+  script: ["EvaluateScript", "v8.compile", "v8.compileModule", "v8.evaluateModule", "FunctionCall",
+           "RunMicrotasks", "TimerFire", "FireAnimationFrame", "EventDispatch", "v8.callFunction"],
+  style: ["UpdateLayoutTree", "ParseAuthorStyleSheet"],
+  layout: ["Layout"], paint: ["PrePaint", "Paint", "Layerize", "Commit"], html: ["ParseHTML"],
+  gc: ["MinorGC", "MajorGC", "V8.GC_SCAVENGER", "V8.GC_MARK_COMPACTOR"],
+};
+
+// Where the page's main thread (the renderer thread whose events name the page's host) spent a
+// traced load: ms per kind (events nested in one of the same kind counted once), per script
+// file evaluated, and the tasks over 15 ms (start and length, ms since navigation, with their
+// largest parts).
+function traceSummary(events, host) {
+  const count = new Map();
+  for (const e of events) {
+    if (JSON.stringify(e.args || {}).includes(host)) count.set(`${e.pid}:${e.tid}`, (count.get(`${e.pid}:${e.tid}`) || 0) + 1);
+  }
+  const [main] = [...count.entries()].sort((a, b) => b[1] - a[1])[0] || [""];
+  const mine = events.filter((e) => `${e.pid}:${e.tid}` === main && e.ph === "X" && e.dur > 0);
+  const nav = (events.find((e) => e.name === "navigationStart" && `${e.pid}:${e.tid}` === main) ||
+               events.find((e) => e.name === "navigationStart") || { ts: 0 }).ts;
+  const kindOf = new Map(Object.entries(KINDS).flatMap(([k, names]) => names.map((n) => [n, k])));
+  const ms = {}, scripts = {};
+  const open = [];  // [end, kind] of the enclosing events
+  for (const e of [...mine].sort((a, b) => a.ts - b.ts || b.dur - a.dur)) {
+    while (open.length && open[open.length - 1][0] <= e.ts) open.pop();
+    const kind = kindOf.get(e.name);
+    if (kind && !open.some(([, k]) => k === kind)) ms[kind] = (ms[kind] || 0) + e.dur / 1000;
+    if (kind) open.push([e.ts + e.dur, kind]);
+    const url = e.args && e.args.data && e.args.data.url;
+    if (url && (e.name === "EvaluateScript" || e.name === "v8.evaluateModule")) {
+      const file = url.replace(/.*\//, "");
+      scripts[file] = (scripts[file] || 0) + e.dur / 1000;
+    }
+  }
+  const round = (o) => Object.fromEntries(Object.entries(o).sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => [k, Math.round(v)]));
+  const tasks = mine.filter((e) => e.name === "RunTask" && e.dur > 15000).map((t) => {
+    const parts = {};
+    for (const e of mine) {
+      if (e === t || e.ts < t.ts || e.ts + e.dur > t.ts + t.dur || !kindOf.has(e.name)) continue;
+      parts[e.name] = (parts[e.name] || 0) + e.dur / 1000;
+    }
+    return { start_ms: Math.round((t.ts - nav) / 1000), ms: Math.round(t.dur / 1000),
+             parts: Object.fromEntries(Object.entries(round(parts)).slice(0, 4)) };
+  });
+  return { main_thread_ms: round(ms), scripts_ms: round(scripts), tasks };
+}
+
+function traceLines(what, t) {
+  return [
+    `  ${what} (first complete render ${t.first_render_ms} ms under tracing): main thread ms ` +
+      Object.entries(t.main_thread_ms).map(([k, v]) => `${k} ${v}`).join(", ") +
+      `; scripts evaluated ms ${Object.entries(t.scripts_ms).map(([k, v]) => `${k} ${v}`).join(", ") || "none over 0"}`,
+    `    tasks over 15 ms (start+length: largest parts): ` + t.tasks.map((k) => `${k.start_ms}+${k.ms}` +
+      `${Object.keys(k.parts).length ? ` (${Object.entries(k.parts).map(([n, v]) => `${n} ${v}`).join(", ")})` : ""}`).join("; "),
+  ];
 }
 
 async function main() {
@@ -129,7 +195,8 @@ async function main() {
       const round = (x) => (typeof x === "number" ? Math.round(x) : null);
       const plotly = performance.getEntriesByType("resource").find((e) => e.name.includes("plotly"));
       return { first_render_ms: round(d.firstRenderMs), module_start_ms: round(d.moduleStartMs),
-               data_ms: round(d.dataMs), text_panels_ms: round(d.textPanelsMs),
+               data_ms: round(d.dataMs), sources_ms: round(d.sourcesMs),
+               text_panels_ms: round(d.textPanelsMs),
                plotly_ms: round(d.plotlyMs), plots_ms: round(d.plotsMs),
                landscape_start_ms: round(d.landscapeStartMs), drawn_ms: round(d.drawnMs),
                panels_ms: d.renderMs, errors: d.errors,
@@ -165,6 +232,21 @@ async function main() {
   for (let i = 0; i < WARM; i++) {
     for (const p of inTurn(i)) p.warm.push(await load(p.ctx.pages()[0], p.url));
   }
+  // Traced cold loads (not in the medians).
+  for (const p of pages) {
+    p.traces = [];
+    for (let i = 0; i < TRACES; i++) {
+      // A browser of its own with a fresh context: as cold as a fresh profile (tracing is a
+      // browser's, which a persistent profile's context does not expose).
+      const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      await browser.startTracing(page, { categories: TRACE_CATEGORIES });
+      const r = await load(page, p.url);
+      const events = JSON.parse((await browser.stopTracing()).toString()).traceEvents;
+      p.traces.push({ first_render_ms: r.first_render_ms, ...traceSummary(events, new URL(p.url).host) });
+      await browser.close();
+    }
+  }
   if (SHOTS) {
     await pages[0].ctx.pages()[0].locator("#panel-landscape")
       .screenshot({ path: join(SHOTS, "landscape_500.png") });
@@ -183,8 +265,9 @@ async function main() {
   const result = {
     attempts: 500, api_limit_ms: API_LIMIT_MS, render_limit_ms: RENDER_LIMIT_MS, routes,
     cold: summary(now.cold), warm: summary(now.warm),
+    traces: now.traces,
     ...(before ? { before: { bin_dir: before.bin, home: before.home, cold: summary(before.cold),
-                             warm: summary(before.warm) },
+                             warm: summary(before.warm), traces: before.traces },
                    ratio_cold: ratioOf(now.cold, before.cold),
                    ratio_warm: ratioOf(now.warm, before.warm) } : {}),
     machine: { cpus: cpus().length, cpu: cpus()[0].model, chromium: chromiumVersion,
@@ -206,12 +289,14 @@ async function main() {
         `${runs.map((r) => r.loadavg_1m.toFixed(1)).join(", ")})`,
       `    medians (ms): ${[
         ...markText(runs, "module_start_ms", "module runs"), ...markText(runs, "data_ms", "data here"),
+        ...markText(runs, "sources_ms", "the diff's sources here"),
         ...markText(runs, "text_panels_ms", "panels without Plotly drawn"),
         ...markText(runs, "plotly_ms", "Plotly has run"),
         ...markText(runs, "plots_ms", "Plotly panels drawn"),
         ...markText(runs, "landscape_start_ms", "their frame painted"),
         ...markText(runs, "drawn_ms", "every panel drawn")].join(", ")}, painted (complete) ` +
-        `${s.median_ms}; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`,
+        `${s.median_ms}${med(runs, (r) => r.plotly_bytes_transferred) === null ? "; no Plotly loaded"
+          : `; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`}`,
       `    panels drawn (ms, medians): ` +
         Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),
     ];
@@ -227,6 +312,7 @@ async function main() {
       ...renderLines("before: warm", "the same profile again", before.warm),
       `  now / before, medians of the same run: cold ${result.ratio_cold.toFixed(2)}, ` +
         `warm ${result.ratio_warm.toFixed(2)}`] : []),
+    ...pages.flatMap((p) => p.traces.flatMap((t, i) => traceLines(`${p.name}: traced cold load ${i + 1}`, t))),
     `  machine load (1-minute average) ${loadavgStart.toFixed(2)} at the start, ` +
       `${loadavg()[0].toFixed(2)} at the end, on ${cpus().length} CPUs`,
   ];

@@ -1,17 +1,19 @@
 // dashboard_synth DB [--session ID] [--attempts N] [--model NAME] [--cost-per-attempt USD]
-// [--seed S]: writes a synthetic session (bench/dashboard_synth.hpp) into the store at DB, in one
-// transaction. For the dashboard's bench (bench/dashboard_bench.mjs) and browser tests.
+// [--seed S] [--profile JSON_FILE]: writes a synthetic session (bench/dashboard_synth.hpp) into the
+// store at DB, in one transaction. For the dashboard's bench (bench/dashboard_bench.mjs) and
+// browser tests.
 #include "dashboard_synth.hpp"
 
 #include <fmt/core.h>
 
+#include <fstream>
 #include <string>
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     fmt::print(stderr,
                "usage: dashboard_synth DB [--session ID] [--attempts N] [--model NAME] "
-               "[--cost-per-attempt USD] [--seed S]\n");
+               "[--cost-per-attempt USD] [--seed S] [--profile JSON_FILE]\n");
     return 2;
   }
   ok::bench::SynthOptions o;
@@ -27,7 +29,14 @@ int main(int argc, char** argv) {
       o.cost_per_attempt = std::stod(v);
     else if (k == "--seed")
       o.seed = static_cast<unsigned>(std::stoul(v));
-    else {
+    else if (k == "--profile") {
+      std::ifstream in(v);
+      if (in) o.profile = nlohmann::json::parse(in, nullptr, false);
+      if (!in.is_open() || o.profile.is_null() || o.profile.is_discarded()) {
+        fmt::print(stderr, "dashboard_synth: {} is not a readable JSON file\n", v);
+        return 2;
+      }
+    } else {
       fmt::print(stderr, "dashboard_synth: unknown option {}\n", k);
       return 2;
     }

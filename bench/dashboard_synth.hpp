@@ -2,7 +2,8 @@
 // written it: a problem, N attempts (candidates with a load_inline C++ source, evaluations whose
 // result carries the roofline figures, params on three template axes, an intent each, a
 // diagnosis), the intent tree, the strategy population with the session's outcome recorded, and
-// the events. Deterministic for a given seed. Used by the dashboard's C++ tests and by
+// the events; optionally a recorded profile on the correct attempts numbered 10, 20, ...
+// Deterministic for a given seed. Used by the dashboard's C++ tests and by
 // bench/dashboard_bench.mjs (through the dashboard_synth program) for the 500-attempt session.
 #pragma once
 
@@ -24,6 +25,10 @@ struct SynthOptions {
   std::string model = "builtin";
   double cost_per_attempt = 0;
   unsigned seed = 1;
+  // A recorded deep profile (the evaluation result's `profile`, docs/profiling.md): given, it is
+  // the profile of each correct attempt whose number is a multiple of 10 (a deep profile runs
+  // only for correct candidates).
+  nlohmann::json profile = nullptr;
 };
 
 inline std::string synth_source(int block, int warps, int stages) {
@@ -126,7 +131,9 @@ inline std::string synthesise(store::Store& st, const SynthOptions& o) {
                      {"peak_flops", 5.12e11},
                      {"floor_us", 1677.7},
                      {"fraction_of_speed_of_light", 1677.7 / runtime / 10}};
-    e.result_json = json{{"verdict", e.verdict}, {"roofline", roofline}}.dump();
+    json result = {{"verdict", e.verdict}, {"roofline", roofline}};
+    if (!o.profile.is_null() && correct && n % 10 == 0) result["profile"] = o.profile;
+    e.result_json = result.dump();
     auto eid = st.insert_evaluation(e);
     if (!eid) return eid.error().message;
     std::string title = fmt::format("block={}, warps={}, stages={}", b, w, g);

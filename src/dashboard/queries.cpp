@@ -103,14 +103,18 @@ json attempt_json(const Statement& r) {
           {"flags", r.col_null(17) ? json::array() : json_col(r, 17)},
           {"roofline", roofline_figures(roofline, runtime)},
           {"ref_runtime_us", num_col(r, 19)},
-          {"speedup_compile", num_col(r, 20)}};
+          {"speedup_compile", num_col(r, 20)},
+          {"profile", profile_figures(json_col(r, 21))}};
 }
 
 constexpr std::string_view kAttemptSql =
     "SELECT a.number, a.generator, a.candidate_id, a.evaluation_id, a.path, a.verdict, a.correct, "
     "a.speedup, a.runtime_us, a.error, a.cost_usd, a.params, a.description, a.diagnosis, a.wall_s, "
     "a.created_at, e.device, e.flags, json_extract(e.result, '$.roofline'), "
-    "e.ref_runtime_median_us, json_extract(e.result, '$.speedup_compile') "
+    "e.ref_runtime_median_us, json_extract(e.result, '$.speedup_compile'), "
+    "json_object('tier', json_extract(e.result, '$.profile.tier'), 'tool', "
+    "json_extract(e.result, '$.profile.tool'), 'kernel_metrics', "
+    "json_extract(e.result, '$.profile.kernel_metrics')) "
     "FROM attempts a LEFT JOIN evaluations e ON e.id = a.evaluation_id "
     "WHERE a.session = ?1 ORDER BY a.number";
 
@@ -171,6 +175,68 @@ json roofline_figures(const json& rf, std::optional<double> runtime_us) {
           {"compute_fraction", ratio(achieved_flops, peak)},
           {"floor_us", rf.value("floor_us", 0.0)},
           {"fraction_of_speed_of_light", rf.value("fraction_of_speed_of_light", 0.0)}};
+}
+
+namespace {
+
+// A number at `key` of `j`, or 0 when absent or null.
+double number_at(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
+
+// The duration-weighted mean of a percentage over the kernels that report it, or null.
+json weighted_pct(const json& kernels, const char* key) {
+  double sum = 0, weight = 0;
+  for (const auto& k : kernels) {
+    double d = number_at(k, "duration_us");
+    if (!k.is_object() || !k.contains(key) || !k[key].is_number() || d <= 0) continue;
+    sum += k[key].get<double>() * d;
+    weight += d;
+  }
+  return weight > 0 ? json(sum / weight) : json();
+}
+
+}  // namespace
+
+json profile_figures(const json& p) {
+  auto field = [&](const char* key) { return p.is_object() ? p.value(key, json()) : json(); };
+  const json kernels = field("kernel_metrics");
+  if (!kernels.is_array() || kernels.empty()) return nullptr;
+  double flops = 0, bytes = 0, measured_us = 0, total_us = 0;
+  size_t dominant = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const json& k = kernels[i];
+    double d = number_at(k, "duration_us");
+    total_us += d;
+    if (d > number_at(kernels[dominant], "duration_us")) dominant = i;
+    // ncu's measured FLOPs and DRAM bytes (docs/profiling.md); Proton's declared ones.
+    const json& rf = k.is_object() && k.contains("roofline") ? k["roofline"] : k;
+    double f = number_at(rf, "flops"),
+           b = number_at(rf, rf.contains("dram_bytes") ? "dram_bytes" : "bytes");
+    if (f > 0 && b > 0 && d > 0) {
+      flops += f;
+      bytes += b;
+      measured_us += d;
+    }
+  }
+  json roofline = nullptr;
+  if (measured_us > 0)
+    roofline = {{"flops", flops},
+                {"dram_bytes", bytes},
+                {"intensity", flops / bytes},
+                {"flops_per_s", flops / (measured_us * 1e-6)},
+                {"dram_bytes_per_s", bytes / (measured_us * 1e-6)}};
+  const json& top = kernels[dominant];
+  const json tool = field("tool");
+  return {{"tier", field("tier")},
+          {"tool", tool.is_object() ? tool.value("name", json()) : json()},
+          {"kernels", kernels.size()},
+          {"kernel", top.is_object() ? top.value("name", json("")) : json("")},
+          {"duration_us", total_us},
+          {"dram_throughput_pct", weighted_pct(kernels, "dram_throughput_pct")},
+          {"sm_throughput_pct", weighted_pct(kernels, "sm_throughput_pct")},
+          {"achieved_occupancy_pct", weighted_pct(kernels, "achieved_occupancy_pct")},
+          {"roofline", roofline}};
 }
 
 std::string source_language(const std::string& path, const std::string& source) {

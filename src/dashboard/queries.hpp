@@ -59,6 +59,15 @@ class Queries {
 // fraction. Null when the evaluation has no roofline or no runtime.
 nlohmann::json roofline_figures(const nlohmann::json& roofline, std::optional<double> runtime_us);
 
+// What the utilisation and roofline panels show of an evaluation's `profile` (docs/profiling.md)
+// when a tier above basic measured its kernels (`kernel_metrics`): tier, tool ("ncu", "proton"),
+// kernel count, the dominant (longest) kernel's name, the kernels' total duration, DRAM and SM
+// throughput and achieved occupancy (% of peak, the kernels' duration-weighted mean; null when
+// no kernel reports one) and the measured roofline position: FLOPs and DRAM bytes summed over the
+// kernels that report both, their intensity and rates over those kernels' durations (null when
+// none does). Null without kernel metrics.
+nlohmann::json profile_figures(const nlohmann::json& profile);
+
 // The language the dashboard highlights a candidate in, from its path and text: "python" for
 // Python files (Triton and load_inline sources included: embedded C++/CUDA is found by the page),
 // "cuda" for .cu/.cuh, "cpp" for C++ files.

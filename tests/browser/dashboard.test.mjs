@@ -8,13 +8,18 @@
 // - the utilisation gauges are drawn; the landscape's hover names a point's attempt and
 //   configuration, a click selects it, a drag turns the view;
 // - a second session shows up in the picker and in the panels across sessions;
-// - the Charts page draws (with Plotly's cartesian bundle, loaded then), and back on the
-//   dashboard its plots, drawn again by that bundle, still select an attempt on a click;
+// - the 2D plots (our SVG charts, web/js/chart.js): hovering a point shows its attempt and
+//   value, a box dragged over the trajectory zooms into it (its axis range changes) and a
+//   double click restores it, a legend entry hides its series;
+// - the Charts page draws (with Plotly's cartesian bundle, loaded then, and only then), and back
+//   on the dashboard a click on a trajectory point still selects its attempt;
 // - a screenshot of every panel is saved (DASHBOARD_SCREENSHOTS=docs/dashboard to refresh the
 //   docs' pictures; a temporary folder otherwise).
 // A second test opens a synthetic 500-attempt session (dashboard_synth, as the bench does): the
 // table draws only the rows in view and follows the scroll, sorts, filters and selects over all
-// 500; the landscape draws every attempt.
+// 500; the landscape draws every attempt. A third opens a synthetic session whose attempts carry
+// a recorded deep profile (ncu's raw page of python/tests/data/profiling, parsed by the worker's
+// ncu_report): the utilisation and roofline panels show its measured numbers, marked as ncu's.
 // Skips, saying why, without chromium, node_modules or the built binaries.
 //
 //   node --test tests/browser/dashboard.test.mjs
@@ -143,7 +148,7 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
       const state = await page.getAttribute(`#panel-${name}`, "data-state");
       assert.equal(state, "ready", `panel ${name} is ${state}`);
     }
-    const traces = await page.evaluate(() => document.querySelectorAll("#panel-convergence .plot .scatterlayer .trace").length);
+    const traces = await page.evaluate(() => document.querySelectorAll("#panel-convergence .chart-view .series").length);
     assert.ok(traces >= 4, `convergence draws both sessions over attempts and time (${traces} traces)`);
 
     // The table sorts (speedup descending, then ascending) and filters.
@@ -178,6 +183,41 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     for (const name of PANELS) {
       await page.locator(`#panel-${name}`).screenshot({ path: join(shots, `${name}.png`) });
     }
+
+    // The SVG charts: every 2D panel is one, and no Plotly was loaded for them.
+    for (const name of ["trajectory", "roofline", "convergence", "cost", "strategies"]) {
+      assert.ok(await page.$(`#panel-${name} .chart-view svg.chart .plot-area`), `${name} is an SVG chart`);
+    }
+    assert.equal(await page.evaluate(() => typeof window.Plotly), "undefined", "no Plotly before the Charts page");
+    // Hover: a trajectory point's tooltip names its attempt and its speedup.
+    const traj = page.locator("#panel-trajectory");
+    await traj.scrollIntoViewIfNeeded();
+    const dot = traj.locator(".series .points .pt").first();
+    const dotBox = await dot.boundingBox();
+    await page.mouse.move(dotBox.x + dotBox.width / 2, dotBox.y + dotBox.height / 2);
+    const trajTip = traj.locator(".tooltip");
+    await trajTip.waitFor({ state: "visible", timeout: 5_000 });
+    const firstOk = live.attempts.find((a) => a.correct && typeof a.speedup === "number");
+    assert.match(await trajTip.innerText(), new RegExp(`^#${firstOk.number} correct ${firstOk.speedup.toFixed(3)}x`));
+    // Box zoom over the middle of the plot: the x axis' range narrows; a double click restores it.
+    const domain = () => traj.evaluate((p) => p.querySelector(".chart-view").okChart.layout.plots[0].x.domain);
+    const full = await domain();
+    const area = await traj.locator("svg.chart rect.bg").boundingBox();
+    await page.mouse.move(area.x + area.width * 0.3, area.y + area.height * 0.2);
+    await page.mouse.down();
+    await page.mouse.move(area.x + area.width * 0.6, area.y + area.height * 0.8, { steps: 4 });
+    await page.mouse.up();
+    const zoomed = await domain();
+    assert.ok(zoomed[0] > full[0] && zoomed[1] < full[1], `zoomed ${zoomed} within ${full}`);
+    await page.mouse.dblclick(area.x + area.width * 0.5, area.y + area.height * 0.5);
+    assert.deepEqual(await domain(), full, "a double click restores the range");
+    // The legend: "best so far" hidden, then shown again.
+    const entry = traj.locator('.legend-item[data-group="best so far"]');
+    await entry.click();
+    assert.equal(await traj.locator('.series[data-group="best so far"]').count(), 0);
+    assert.equal(await entry.getAttribute("aria-pressed"), "false");
+    await entry.click();
+    assert.equal(await traj.locator('.series[data-group="best so far"]').count(), 1);
 
     // The utilisation gauges: four SVG dials naming the best and the selected attempt.
     const gauges = await page.$$eval("#panel-utilisation svg.gauge", (gs) => gs.map((g) => g.getAttribute("aria-label")));
@@ -233,7 +273,7 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     const other = live.attempts.map((a) => a.number).find((n) => n !== firstCorrect);
     await page.click('nav button[data-page="session"]');
     await page.selectOption("#diff-b", String(other));
-    const point = page.locator("#panel-trajectory .scatterlayer .trace .points path").first();
+    const point = page.locator("#panel-trajectory .series .points .pt").first();
     await point.waitFor({ state: "visible", timeout: 10_000 });
     await point.scrollIntoViewIfNeeded();
     const at = await point.boundingBox();
@@ -244,8 +284,8 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     for (const name of PANELS) {
       assert.equal(await page.getAttribute(`#panel-${name}`, "data-state"), "ready", `${name} after the Charts page`);
     }
-    assert.ok(await page.evaluate(() => [...document.querySelectorAll("#page-session .plot")]
-      .every((d) => d.okPlotly === window.Plotly)), "every plot drawn by the cartesian Plotly");
+    assert.equal(await page.evaluate(() => document.querySelectorAll("#page-session .js-plotly-plot").length), 0,
+                 "the dashboard's plots are not Plotly's");
     assert.deepEqual(errors, [], "console errors");
     assert.deepEqual(await page.evaluate(() => window.okDashboard.errors), []);
   } finally {
@@ -255,27 +295,52 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
   }
 });
 
-test("a 500-attempt session: the table draws the rows in view, the landscape every attempt",
-     { skip: reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`),
-       timeout: 300_000 }, async () => {
+
+// With DASHBOARD_SCREENSHOTS, a screenshot of `panel` (one of the first screen's) under that
+// folder: the page scrolled to the top (below the sticky header) and the pointer away.
+async function shot(page, panel, name) {
+  if (!process.env.DASHBOARD_SCREENSHOTS) return;
+  await page.mouse.move(0, 0);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await panel.screenshot({ path: join(resolve(ROOT, process.env.DASHBOARD_SCREENSHOTS), name) });
+}
+
+const SYNTH_SKIP = reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`);
+
+// A synthetic session (dashboard_synth DB --session ID ...args; `prepare(tmp)` may return more
+// args) served by the dashboard and opened in chromium; `check({page, url})` runs on the page once
+// it is ready, and the page must log no error.
+async function onSyntheticSession(id, args, check, prepare = async () => []) {
   const require = createRequire(import.meta.url);
   const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
-  const tmp = mkdtempSync(join(tmpdir(), "ok-dashboard-500-"));
+  const tmp = mkdtempSync(join(tmpdir(), `ok-dashboard-${id}-`));
   const db = join(tmp, "db.sqlite");
   let browser, dash;
   try {
-    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", "big", "--attempts", "500"], process.env);
+    const synth = start(join(BIN, "dashboard_synth"), [db, "--session", id, ...args, ...await prepare(tmp)],
+                        process.env);
     assert.equal(await synth.done, 0, synth.err);
     dash = start(join(BIN, "kernel-code"), ["dashboard", "--db", db, "--port", "0"], process.env);
     const url = (await until("the dashboard's URL", () => dash.out.match(/http:\/\/\S+/), 30_000))[0];
-    const big = await api(url, "/api/sessions/big");
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors = [];
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(`${url}?session=big`);
+    await page.goto(`${url}?session=${id}`);
     await page.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 60_000 });
+    await check({ page, url });
+    assert.deepEqual(errors, [], "console errors");
+  } finally {
+    if (browser) await browser.close();
+    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+test("a 500-attempt session: the table draws the rows in view, the landscape every attempt",
+     { skip: SYNTH_SKIP, timeout: 300_000 }, () => onSyntheticSession("big", ["--attempts", "500"], async ({ page, url }) => {
+    const big = await api(url, "/api/sessions/big");
 
     // The rows drawn: a contiguous stretch of the order, which covers what is in view.
     const drawn = () => page.$$eval("#panel-table tbody tr[data-number]", (rows) => rows.map((r) => Number(r.dataset.number)));
@@ -317,10 +382,67 @@ test("a 500-attempt session: the table draws the rows in view, the landscape eve
     await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), pick, { timeout: 5_000 });
 
     assert.equal(await page.getAttribute("#panel-landscape canvas.scatter3d", "data-points"), "500");
-    assert.deepEqual(errors, [], "console errors");
-  } finally {
-    if (browser) await browser.close();
-    if (dash && dash.exitCode === null) dash.kill("SIGTERM");
-    rmSync(tmp, { recursive: true, force: true });
-  }
-});
+}));
+
+test("a recorded deep profile: the utilisation and roofline panels show ncu's measured numbers",
+     { skip: SYNTH_SKIP, timeout: 300_000 }, () => onSyntheticSession("prof", ["--attempts", "40"], async ({ page, url }) => {
+    const data = await api(url, "/api/sessions/prof");
+    const profiled = data.attempts.filter((a) => a.profile);
+    assert.ok(profiled.length >= 1, "some attempt carries the profile");
+    const p = profiled[0].profile;
+    assert.equal(p.tool, "ncu");
+    assert.equal(p.kernels, 2);
+
+    // Select the profiled attempt (a row of the table): its gauges are ncu's, marked so.
+    const n = profiled[0].number;
+    await page.fill("#table-filter", "verdict:correct");
+    await page.click(`#panel-table tbody tr[data-number="${n}"]`);
+    const set = page.locator(`#panel-utilisation .gauge-set[data-attempt="${n}"][data-source="measured"]`);
+    await set.waitFor({ timeout: 5_000 });
+    assert.match(await set.locator("figcaption").innerText(), /measured by ncu \(2 kernels, longest /);
+    const labels = await set.locator("svg.gauge").evaluateAll((gs) => gs.map((g) => g.getAttribute("aria-label")));
+    const pct = (v) => `${Math.round(10 * v) / 10}%`;
+    assert.deepEqual(labels, [`selected #${n}: DRAM throughput (ncu): ${pct(p.dram_throughput_pct)}`,
+                              `selected #${n}: SM throughput (ncu): ${pct(p.sm_throughput_pct)}`,
+                              `selected #${n}: achieved occupancy (ncu): ${pct(p.achieved_occupancy_pct)}`]);
+    await shot(page, page.locator("#panel-utilisation"), "utilisation_ncu.png");
+    // An attempt without a profile: the analytical estimate, marked so.
+    const plain = data.attempts.find((a) => a.roofline && !a.profile).number;
+    await page.fill("#table-filter", "");
+    await page.selectOption("#diff-b", String(plain));
+    await page.$eval("#panel-table .scroll", (el) => { el.scrollTop = 0; });
+    await page.click(`#panel-table tbody tr[data-number="${plain}"]`);
+    await page.locator(`#panel-utilisation .gauge-set[data-attempt="${plain}"][data-source="estimate"]`).waitFor({ timeout: 5_000 });
+
+    // The roofline: the measured points at ncu's intensity and FLOP/s, beside the estimates.
+    const roof = page.locator("#panel-roofline");
+    await roof.scrollIntoViewIfNeeded();
+    const measured = roof.locator('.series[data-group="measured (ncu)"] .pt');
+    assert.equal(await measured.count(), profiled.length);
+    assert.ok(await roof.locator('.legend-item[data-group="measured (ncu)"]').count() === 1);
+    const hit = await roof.evaluate((el, num) => {
+      const st = el.querySelector(".chart-view").okChart;
+      const h = st.layout.hits.find((x) => x.series.name === "measured (ncu)" && x.point.id === num);
+      return { x: h.point.x, y: h.point.y };
+    }, n);
+    assert.equal(hit.x, p.roofline.intensity);
+    assert.equal(hit.y, p.roofline.flops_per_s);
+    const box = await measured.first().boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const tip = roof.locator(".tooltip");
+    await tip.waitFor({ state: "visible", timeout: 5_000 });
+    assert.match(await tip.innerText(), /measured by ncu: /);
+    await shot(page, roof, "roofline_ncu.png");
+}, async (tmp) => {
+  // The profile as the worker records it: ncu's raw page parsed by ncu_report (docs/profiling.md).
+  const profileFile = join(tmp, "profile.json");
+  const parse = start(PYTHON, ["-c", [
+    "import json, sys", "from openkernel_worker import ncu_report",
+    "k = ncu_report.parse_raw(open(sys.argv[1]).read())",
+    "json.dump({'tier': 'deep', 'requested_tier': 'deep', 'kernel_metrics': k, 'flags': [],",
+    "           'tool': {'name': 'ncu', 'version': 'fixture'}}, open(sys.argv[2], 'w'))"].join("\n"),
+    join(ROOT, "python/tests/data/profiling/synthetic_raw.csv"), profileFile],
+    { ...process.env, PYTHONPATH: join(ROOT, "python") });
+  assert.equal(await parse.done, 0, parse.err);
+  return ["--profile", profileFile];
+}));

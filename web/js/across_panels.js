@@ -2,7 +2,9 @@
 // cost efficiency (speedup against spend, with the frontier) and strategy statistics (per
 // strategy and problem class: win rate, correctness, geomean, cost, frontier).
 import { escapeHtml, fmtPercent, fmtSpeedup, fmtUsd, paretoFrontier, strategyRows } from "./model.js";
-import { layout, plot, plotly, rendered } from "./plots.js";
+import { drawChart } from "./chart_view.js";
+import { widthOf } from "./session_panels.js";
+import { rendered } from "./plots.js";
 
 // One colour per session, the same in both convergence plots.
 const PALETTE = ["#0969da", "#bc4c00", "#1a7f37", "#8250df", "#cf222e", "#9a6700", "#1b7c83",
@@ -23,23 +25,19 @@ export function renderConvergence(panel, state) {
   const sessions = agg ? withCurves(agg, state.id) : [];
   if (!sessions.length) return rendered(panel, "empty", "no session has a correct attempt yet");
   const colour = new Map(agg.sessions.map((s, i) => [s.id, PALETTE[i % PALETTE.length]]));
-  const trace = (s, xi, axes) => {
-    const pts = s.curve.filter((p) => p[2] !== null);
+  const line = (s, xi) => {
     const mine = s.id === state.id;
-    return { x: pts.map((p) => p[xi]), y: pts.map((p) => p[2]), name: label(s), mode: "lines",
-             line: { shape: "hv", width: mine ? 3 : 1.5, color: colour.get(s.id) },
-             opacity: mine ? 1 : 0.7,
-             legendgroup: s.id, showlegend: xi === 0, xaxis: axes[0], yaxis: axes[1],
-             hovertemplate: `${escapeHtml(s.id)}: %{y:.3f}x at %{x}<extra></extra>` };
+    return { name: label(s), group: s.id, mode: "lines", shape: "hv", width: mine ? 3 : 1.5,
+             colour: colour.get(s.id), opacity: mine ? 1 : 0.7, legend: xi === 0,
+             points: s.curve.filter((p) => p[2] !== null).map((p) => ({ x: p[xi], y: p[2] })) };
   };
-  const traces = [...sessions.map((s) => trace(s, 0, ["x", "y"])),
-                  ...sessions.map((s) => trace(s, 1, ["x2", "y2"]))];
-  plot(panel, traces, layout({
-    grid: { rows: 1, columns: 2, pattern: "independent" }, height: 320,
-    xaxis: { title: { text: "attempts" } }, yaxis: { title: { text: "best speedup so far" }, type: "log" },
-    xaxis2: { title: { text: "seconds since the session began" } }, yaxis2: { type: "log" },
-    legend: { orientation: "h", y: -0.25 },
-  }));
+  drawChart(panel.querySelector(".body"), {
+    height: 320, legend: true,
+    plots: [{ x: { title: "attempts", integer: true }, y: { title: "best speedup so far", type: "log" },
+              series: sessions.map((s) => line(s, 0)) },
+            { x: { title: "seconds since the session began" }, y: { type: "log" },
+              series: sessions.map((s) => line(s, 1)) }],
+  }, { label: "best speedup so far of every session", width: widthOf(state, "convergence") });
   rendered(panel, "ready");
 }
 
@@ -52,19 +50,19 @@ export function renderCost(panel, state) {
     if (!byModel.has(s.model)) byModel.set(s.model, []);
     byModel.get(s.model).push(s);
   }
-  const traces = [...byModel.entries()].map(([model, ss]) => ({
-    x: ss.map((s) => s.cost_usd), y: ss.map((s) => s.best_speedup), name: model, mode: "markers",
-    marker: { size: 10 }, text: ss.map((s) => `${escapeHtml(s.id)}: ${fmtSpeedup(s.best_speedup)} for ` +
-                                              `${fmtUsd(s.cost_usd)}`),
-    hoverinfo: "text",
+  const models = [...byModel.entries()];
+  const series = models.map(([model, ss], i) => ({
+    name: model, mode: "markers", size: 10, colour: PALETTE[i % PALETTE.length],
+    points: ss.map((s) => ({ x: s.cost_usd, y: s.best_speedup,
+                             text: `${s.id}: ${fmtSpeedup(s.best_speedup)} for ${fmtUsd(s.cost_usd)}` })),
   }));
   const front = paretoFrontier(sessions.map((s) => ({ x: s.cost_usd, y: s.best_speedup })));
-  traces.push({ x: front.map((p) => p.x), y: front.map((p) => p.y), name: "frontier",
-                mode: "lines", line: { shape: "hv", dash: "dot", color: "#57606a" }, hoverinfo: "skip" });
-  plot(panel, traces, layout({
-    xaxis: { title: { text: "spent (USD)" }, rangemode: "tozero" },
-    yaxis: { title: { text: "best speedup" }, type: "log" },
-  }));
+  series.push({ name: "frontier", mode: "lines", shape: "hv", dash: "dot", colour: "#57606a",
+                hover: false, points: front });
+  drawChart(panel.querySelector(".body"), {
+    height: 300, legend: true,
+    plots: [{ x: { title: "spent (USD)", zero: true }, y: { title: "best speedup", type: "log" }, series }],
+  }, { label: "best speedup against spend, every session", width: widthOf(state, "cost") });
   rendered(panel, "ready");
 }
 
@@ -76,24 +74,31 @@ export function renderStrategies(panel, state) {
       "learns at the end of every engine session)");
   }
   const body = panel.querySelector(".body");
-  body.textContent = "";
-  const plotDiv = document.createElement("div");
-  plotDiv.className = "plot";
-  body.appendChild(plotDiv);
+  // The plot's element is kept across renders (its zoom and legend choices with it).
+  let plotDiv = body.querySelector(":scope > .strategy-plot");
+  if (!plotDiv) {
+    body.textContent = "";
+    plotDiv = document.createElement("div");
+    plotDiv.className = "strategy-plot";
+    body.appendChild(plotDiv);
+  }
+  body.querySelector(":scope > .scroll")?.remove();
   const classes = [...new Set(rows.map((r) => r.cls))];
-  const traces = classes.map((cls) => {
-    const rs = rows.filter((r) => r.cls === cls);
-    return { x: rs.map((r) => r.correctness_rate), y: rs.map((r) => r.geomean_speedup), name: cls,
-             mode: "markers", text: rs.map((r) => `${r.id} on ${r.cls}${r.frontier ? " (frontier)" : ""}`),
-             hoverinfo: "text",
-             marker: { size: rs.map((r) => 8 + 2 * Math.min(r.problems, 10)),
-                       symbol: rs.map((r) => (r.frontier ? "star" : "circle")) } };
-  });
-  plotly().react(plotDiv, traces, layout({
-    height: 240, xaxis: { title: { text: "correctness rate" }, range: [-0.05, 1.05] },
-    yaxis: { title: { text: "geomean speedup" }, type: "log" },
-  }), { displaylogo: false, responsive: true });
-  plotDiv.okPlotly = plotly();  // the Plotly that drew it (plots.js, swapPlots)
+  const series = classes.map((cls, i) => ({
+    name: cls, mode: "markers", colour: PALETTE[i % PALETTE.length],
+    points: rows.filter((r) => r.cls === cls).map((r) => ({
+      x: r.correctness_rate, y: r.geomean_speedup, size: 8 + 2 * Math.min(r.problems, 10),
+      symbol: r.frontier ? "star" : "circle",
+      text: `${r.id} on ${r.cls}${r.frontier ? " (frontier)" : ""}\ngeomean ` +
+            `${fmtSpeedup(r.geomean_speedup)}, correct ${fmtPercent(r.correctness_rate)}`,
+    })),
+  }));
+  drawChart(plotDiv, {
+    height: 240, legend: true,
+    plots: [{ x: { title: "correctness rate", range: [-0.05, 1.05] },
+              y: { title: "geomean speedup", type: "log" }, series }],
+  }, { label: "geomean speedup against correctness, per strategy and class",
+        width: widthOf(state, "strategies") });
   const table = document.createElement("div");
   table.className = "scroll";
   table.innerHTML = "<table><thead><tr><th>strategy</th><th>class</th><th>problems</th>" +

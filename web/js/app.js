@@ -5,15 +5,15 @@
 // attempt first appeared.
 //
 // The first render is ordered for speed (docs/dashboard.md, "Render time"): every request of the
-// chosen session goes out at once when this module starts, without waiting for Plotly, which
-// loads async; the panels that do not use Plotly (summary, table, tree, diff, the utilisation
-// gauges and the 3D landscape, drawn on a canvas) are drawn as soon as the data is here; the
-// Plotly panels once Plotly has run.
+// chosen session goes out at once when this module starts; every panel is drawn as soon as the
+// data and the diff's two sources are here, in one frame. No panel needs Plotly (the 2D plots are
+// SVG charts of our own, chart.js); the Charts page loads it when it is first opened.
 import { renderConvergence, renderCost, renderStrategies } from "./across_panels.js";
 import { renderCharts } from "./charts_page.js";
 import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
-import { loadCartesian, plotly, plotlyLoaded, swapPlots } from "./plots.js";
+import { early, fetchSession, getJSON } from "./boot.js";
+import { loadPlotly } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
 } from "./session_panels.js";
@@ -29,13 +29,13 @@ const state = {
   diff: { a: null, b: null },
 };
 const sources = new Map();  // attempt number -> its source JSON (this session's)
+const asked = new Map();    // attempt number -> the request for its source, made ahead
 // Times in ms since navigation: moduleStartMs (this module runs), dataMs (the session's data is
-// here), textPanelsMs (the panels without Plotly drawn), plotlyMs (Plotly has run), plotsMs (the
-// Plotly panels drawn), drawnMs (every panel drawn, the diff's sources here), firstRenderMs (the
+// here), sourcesMs (the diff's two sources here), drawnMs (every panel drawn), firstRenderMs (the
 // frame with every panel painted); renderMs: each panel's drawing time.
 const okDashboard = { firstRenderMs: null, seen: {}, errors: [], polls: 0,
-                      moduleStartMs: performance.now(), dataMs: null, textPanelsMs: null,
-                      plotlyMs: null, plotsMs: null, drawnMs: null, renderMs: {} };
+                      moduleStartMs: performance.now(), dataMs: null, sourcesMs: null,
+                      drawnMs: null, renderMs: {} };
 // Keeps the first time of a mark.
 const mark = (name) => { if (okDashboard[name] === null) okDashboard[name] = performance.now(); };
 window.okDashboard = okDashboard;
@@ -43,12 +43,6 @@ window.okDashboard = okDashboard;
 const $ = (id) => document.getElementById(id);
 const panel = (name) => $(`panel-${name}`);
 
-async function getJSON(path) {
-  const res = await fetch(path, { cache: "no-store" });
-  const body = await res.json();
-  if (!res.ok) throw new Error(body.error || `${path}: HTTP ${res.status}`);
-  return body;
-}
 
 function select(number) {
   state.selected = number;
@@ -61,7 +55,6 @@ function select(number) {
 function renderSelectionDependents() {
   timed("table", () => renderTable(panel("table"), state, select));
   timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
-  if (!plotly()) return;  // drawn by drawPlots once Plotly has run
   timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
 }
 
@@ -72,12 +65,33 @@ function timed(name, render) {
   okDashboard.renderMs[name] = Math.round(performance.now() - t0);
 }
 
-// The panels without Plotly: drawn at once.
-function renderText() {
+// The widths of the panels that draw to a size, read once before any panel is drawn: one
+// layout of the page, where each panel reading its own after the others wrote would lay the
+// page out again (docs/dashboard.md, "Render time").
+function measureWidths() {
+  const names = ["trajectory", "roofline", "landscape", "convergence", "cost", "strategies"];
+  return Object.fromEntries(names.map((n) => [n, panel(n).querySelector(".body").clientWidth]));
+}
+
+// Every panel of the session and across sessions; `widths`: measureWidths', when read earlier.
+function renderPanels(widths = measureWidths()) {
+  state.widths = widths;
+  // The landscape first: its canvas' font is resolved against the page's style, which the
+  // panels written before it would have to be styled for first.
+  timed("landscape", () => renderLandscape(panel("landscape"), state, select));
   timed("table", () => renderTable(panel("table"), state, select));
   timed("tree", () => renderTree(panel("tree"), state, select));
   timed("utilisation", () => renderUtilisation(panel("utilisation"), state));
-  timed("landscape", () => renderLandscape(panel("landscape"), state, select));
+  timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
+  timed("roofline", () => renderRoofline(panel("roofline"), state, select));
+  renderAcross();
+  state.widths = null;  // later renders, after the page may have changed, read their own
+}
+
+function renderAcross() {
+  timed("convergence", () => renderConvergence(panel("convergence"), state));
+  timed("cost", () => renderCost(panel("cost"), state));
+  timed("strategies", () => renderStrategies(panel("strategies"), state));
 }
 
 // Resolves after a frame has been painted. A hidden tab paints no frame: there it resolves in
@@ -85,28 +99,6 @@ function renderText() {
 function nextPaint() {
   if (document.hidden) return new Promise((resolve) => setTimeout(resolve, 0));
   return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-}
-
-// The Plotly panels, with the state as it is when Plotly is there. Resolves when every one is
-// drawn.
-async function drawPlots() {
-  await plotlyLoaded;
-  mark("plotlyMs");
-  renderPlots();
-  mark("plotsMs");
-}
-
-function renderPlots() {
-  timed("trajectory", () => renderTrajectory(panel("trajectory"), state, select));
-  timed("roofline", () => renderRoofline(panel("roofline"), state));
-  renderAcross();
-}
-
-function renderAcross() {
-  if (!plotly()) return;  // drawn by drawPlots once Plotly has run
-  timed("convergence", () => renderConvergence(panel("convergence"), state));
-  timed("cost", () => renderCost(panel("cost"), state));
-  timed("strategies", () => renderStrategies(panel("strategies"), state));
 }
 
 function renderSummary() {
@@ -141,15 +133,31 @@ function fillDiffPickers() {
   }
 }
 
+const sourcePath = (id, n) => `/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`;
+
+// Asks for the sources the diff will first show, with the session's data rather than after it
+// (a round trip less before the first render): the session list names the best attempt and the
+// count, and the diff opens on the first attempt against the best (or the last). A wrong guess
+// costs a request the diff does not use.
+function askSources(id) {
+  const s = state.sessions.find((x) => x.id === id);
+  if (!s || !s.attempts) return;
+  const second = s.best_attempt !== null && s.best_attempt !== 1 ? s.best_attempt : s.attempts;
+  for (const n of new Set([1, second])) {
+    const req = getJSON(sourcePath(id, n));
+    req.catch(() => {});  // awaited only if the diff wants it
+    asked.set(n, req);
+  }
+}
+
 async function loadDiff() {
   const { a, b } = state.diff;
   const id = state.id;
   const wanted = [...new Set([a, b])].filter((n) => n !== null && !sources.has(n));
-  const got = await Promise.all(wanted.map((n) =>
-    getJSON(`/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`)));
+  const got = await Promise.all(wanted.map((n) => asked.get(n) || getJSON(sourcePath(id, n))));
   wanted.forEach((n, i) => sources.set(n, got[i]));
   await highlightLoaded;
-  if (id === state.id) renderDiff(panel("diff"), state, sources);
+  if (id === state.id) timed("diff", () => renderDiff(panel("diff"), state, sources));
 }
 
 function noteSeen() {
@@ -159,18 +167,15 @@ function noteSeen() {
   }
 }
 
-// Everything the session's panels read, requested at once.
-function fetchSession(id) {
-  const path = `/api/sessions/${encodeURIComponent(id)}`;
-  return Promise.all([getJSON(path), getJSON(`${path}/intents`), getJSON("/api/aggregates"),
-                      getJSON("/api/strategies")]);
-}
 
 // Takes a session's data (fetchSession's, or fetched now) and redraws every panel.
 async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   const [detail, intents, aggregates, strategies] = await fetched;
   // Another session was opened while this one's data was on its way: it is stale, drop it.
   if (id !== state.id) return;
+  // Measured before anything is written: the page is still laid out from its last frame, so
+  // this costs no layout (after the diff and the pickers are written it would).
+  const widths = measureWidths();
   state.detail = detail;
   state.tree = intents.tree;
   state.aggregates = aggregates;
@@ -187,16 +192,16 @@ async function refreshSession(fetched = fetchSession(state.id), id = state.id) {
   // A diff that fails does not keep the panels off the screen; its error is the render's.
   const diff = loadDiff();
   await diff.catch(() => {});
-  renderText();
-  mark("textPanelsMs");
-  await drawPlots();
-  await diff;
+  mark("sourcesMs");
+  renderPanels(widths);
   mark("drawnMs");
+  await diff;
 }
 
-// Re-reads the session list; true when a session was added or changed since the last read.
-async function refreshSessions() {
-  const { sessions } = await getJSON("/api/sessions");
+// Re-reads the session list (or takes `answer`, its request made already); true when a session
+// was added or changed since the last read.
+async function refreshSessions(answer = getJSON("/api/sessions")) {
+  const { sessions } = await answer;
   const sig = (ss) => ss.map((s) => `${s.id}/${s.updated_at}/${s.attempts}`).join(",");
   const changed = sig(sessions) !== sig(state.sessions);
   state.sessions = sessions;
@@ -223,6 +228,8 @@ async function openSession(id, fetched = fetchSession(id)) {
   state.detail = null; state.tree = null; state.selected = null; state.lastEvent = 0;
   state.diff = { a: null, b: null };
   sources.clear();
+  asked.clear();
+  askSources(id);
   okDashboard.seen = {};
   const params = new URLSearchParams(location.search);
   params.set("session", id);
@@ -270,43 +277,29 @@ function bindControls() {
     panel("trajectory").querySelectorAll("button[data-x]").forEach((o) => o.classList.toggle("active", o === b));
     renderTrajectory(panel("trajectory"), state, select);
   }));
-  let chartsOpened = false;
   document.querySelectorAll("nav button[data-page]").forEach((b) => b.addEventListener("click", async () => {
     document.querySelectorAll("nav button").forEach((o) => o.classList.toggle("active", o === b));
     document.querySelectorAll(".page").forEach((p) => { p.hidden = p.id !== `page-${b.dataset.page}`; });
-    if (b.dataset.page !== "charts") {
-      // Back on the dashboard after the Charts page: its plots drawn again by the cartesian
-      // Plotly (swapPlots removed the basic one's; any drawn meanwhile was drawn hidden).
-      if (chartsOpened && plotly()) renderPlots();
-      return;
-    }
-    // The Charts page draws box plots and heatmaps: Plotly's cartesian bundle (plots.js).
-    const [data] = await Promise.all([getJSON("/api/charts"), loadCartesian()]);
-    chartsOpened = true;
-    swapPlots($("page-session"));
-    // Back on the dashboard before the bundle came: its plots were just removed, draw them again.
-    if ($("page-charts").hidden) return renderPlots();
-    renderCharts(panel("charts"), data);
+    if (b.dataset.page !== "charts") return;
+    // The Charts page draws box plots and heatmaps: Plotly's cartesian bundle, loaded now.
+    const [data] = await Promise.all([getJSON("/api/charts"), loadPlotly()]);
+    if (!$("page-charts").hidden) renderCharts(panel("charts"), data);
   }));
 }
 
 async function main() {
   bindControls();
-  // The session the address names is requested with the list, not after it; if the list has no
-  // such session its answer is dropped (one 404) and the newest session is shown.
-  const wanted = new URLSearchParams(location.search).get("session");
-  const early = wanted ? fetchSession(wanted) : null;
-  if (early) early.catch(() => {});  // awaited below only when the session exists
-  await refreshSessions();
-  const known = state.sessions.some((s) => s.id === wanted);
-  const id = known ? wanted : state.sessions.length ? state.sessions[0].id : null;
+  // The session the address names was requested with the list, by boot.js; if the list has no
+  // such session that answer is dropped and the newest session is shown.
+  await refreshSessions(early.sessions);
+  const known = state.sessions.some((s) => s.id === early.wanted);
+  const id = known ? early.wanted : state.sessions.length ? state.sessions[0].id : null;
   if (id) {
-    await openSession(id, known ? early : undefined);
+    await openSession(id, known ? early.session : undefined);
   } else {
     $("session-summary").textContent = "no session in this store yet: run `openkernel optimize`";
-    renderText();
+    renderPanels();
     renderDiff(panel("diff"), state, sources);
-    await drawPlots();
     mark("drawnMs");
   }
   await nextPaint();  // complete means on screen: the frame with the last panel painted

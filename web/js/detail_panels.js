@@ -74,14 +74,15 @@ export function renderTable(panel, state, onSelect) {
   let rowPx = ROW_PX, drawn = null, frame = 0;
   const spacer = (n) => (n > 0 ? `<tr class="spacer" aria-hidden="true"><td colspan="${COLUMNS.length}" ` +
                                  `style="height:${n * rowPx}px"></td></tr>` : "");
-  const draw = () => {
-    const [first, end] = visibleRows(rows.length, scroller.scrollTop, rowPx, VIEW_PX, OVERSCAN);
+  // `top`: the scroll position; a new table's is 0 (reading it would lay out the page).
+  const draw = (top = scroller.scrollTop) => {
+    const [first, end] = visibleRows(rows.length, top, rowPx, VIEW_PX, OVERSCAN);
     if (drawn && drawn[0] === first && drawn[1] === end) return;
     drawn = [first, end];
     tbody.innerHTML = spacer(first) + rows.slice(first, end).map((a) => rowHtml(a, state)).join("") +
       spacer(rows.length - end);
   };
-  draw();
+  draw(0);
   if (keepScroll) { scroller.scrollTop = keepScroll; draw(); }
   scroller.addEventListener("scroll", () => {
     if (frame) return;

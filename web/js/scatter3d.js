@@ -9,33 +9,16 @@
 // The geometry (view, projection, ticks, colours, hit test) is pure and exported for node's
 // tests (tests/browser/test_model.mjs); drawScatter3d is the only part that needs a DOM.
 
+import { VIRIDIS, niceTicks, tickLabel, viridis } from "./axes.js";
+
+// The tests read the shared scale functions from here too.
+export { VIRIDIS, niceTicks, tickLabel, viridis };
+
 const DEG = Math.PI / 180;
 // Plotly's default camera for the panel (eye 1.7, 1.7, 1.1): 45 degrees round, 24.6 up.
 export const DEFAULT_VIEW = { azimuth: 45 * DEG, elevation: Math.atan2(1.1, Math.hypot(1.7, 1.7)),
                               zoom: 1 };
 const MAX_ELEVATION = 85 * DEG;
-
-// Plotly's Viridis colour scale: [position, colour].
-export const VIRIDIS = [
-  [0, "#440154"], [0.0627, "#48186a"], [0.1255, "#472d7b"], [0.1882, "#424086"],
-  [0.2510, "#3b528b"], [0.3137, "#33638d"], [0.3765, "#2c728e"], [0.4392, "#26828e"],
-  [0.5020, "#21918c"], [0.5647, "#1fa088"], [0.6275, "#28ae80"], [0.6902, "#3fbc73"],
-  [0.7529, "#5ec962"], [0.8157, "#84d44b"], [0.8784, "#addc30"], [0.9412, "#d8e219"],
-  [1, "#fde725"],
-];
-
-const rgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
-
-// The colour of t in [0, 1] (clamped) on VIRIDIS, as "rgb(r,g,b)".
-export function viridis(t) {
-  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0));
-  let k = 1;
-  while (k < VIRIDIS.length - 1 && VIRIDIS[k][0] < x) k++;
-  const [p0, c0] = VIRIDIS[k - 1], [p1, c1] = VIRIDIS[k];
-  const f = p1 > p0 ? (x - p0) / (p1 - p0) : 0;
-  const a = rgb(c0), b = rgb(c1);
-  return `rgb(${a.map((v, i) => Math.round(v + f * (b[i] - v))).join(",")})`;
-}
 
 // The camera's unit vectors for a view: eye (from the centre towards the viewer), right and up
 // on the screen. z is up in the data.
@@ -62,35 +45,6 @@ export function project(p, basis, scale, cx = 0, cy = 0) {
 export function rotate(view, dx, dy) {
   const elevation = Math.min(MAX_ELEVATION, Math.max(-MAX_ELEVATION, view.elevation + dy * 0.01));
   return { ...view, azimuth: view.azimuth - dx * 0.01, elevation };
-}
-
-// About `count` round tick values within [lo, hi] (steps of 1, 2 or 5 times a power of ten),
-// three at least: a smaller step when the round one leaves fewer.
-export function niceTicks(lo, hi, count = 5) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi)) || hi < lo) return [];
-  if (hi === lo) return [lo];
-  const raw = (hi - lo) / Math.max(1, count);
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const steps = [0.2, 0.5, 1, 2, 5, 10].map((m) => m * mag);
-  const within = (step) => {
-    const ticks = [];
-    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
-      ticks.push(Number(v.toPrecision(12)));
-    }
-    return ticks;
-  };
-  let k = steps.findIndex((s) => s >= raw);
-  let ticks = within(steps[k]);
-  while (ticks.length < 3 && k > 0) ticks = within(steps[--k]);
-  return ticks;
-}
-
-// A tick value as text: at most 4 significant digits, no trailing zeros.
-export function tickLabel(v) {
-  if (v === 0) return "0";
-  const a = Math.abs(v);
-  if (a >= 1e5 || a < 1e-3) return v.toExponential(1);
-  return String(Number(v.toPrecision(4)));
 }
 
 // One axis of the plot from its values (numbers, or category indices with `categories`):
@@ -248,10 +202,15 @@ function drawColourBar(ctx, model, x, top, height, title) {
   ctx.fillText(title, x - 4, top - 4);
 }
 
-// Paints the whole plot for `view`; returns the points as drawn ({x, y, depth, point}).
-function paint(canvas, model, view, colourTitle) {
+// The canvas' height in CSS pixels (its width is the panel's).
+export const CANVAS_HEIGHT_PX = 340;
+
+// Paints the whole plot for `view` at the canvas' size (`size`, [width, height] in CSS pixels,
+// when known without asking the page for its layout); returns the points as drawn ({x, y,
+// depth, point}).
+function paint(canvas, model, view, colourTitle, size = null) {
   const dpr = Math.min(4, Math.max(1, globalThis.devicePixelRatio || 1));
-  const w = canvas.clientWidth, h = canvas.clientHeight;
+  const [w, h] = size || [canvas.clientWidth, canvas.clientHeight];
   if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
     canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr);
   }
@@ -281,8 +240,9 @@ function paint(canvas, model, view, colourTitle) {
 }
 
 // Draws (or redraws, keeping the view) the scatter of `spec` (layoutScatter's input, plus
-// colourTitle) into `box`, a positioned element: a canvas and a tooltip. Returns the canvas;
-// its dataset.points is how many points are drawn.
+// colourTitle, and width: the box's width when the caller knows it, which spares a layout of
+// the page) into `box`, a positioned element: a canvas and a tooltip. Returns the canvas; its
+// dataset.points is how many points are drawn.
 export function drawScatter3d(box, spec, onSelect = () => {}) {
   let canvas = box.querySelector("canvas.scatter3d");
   if (!canvas) {
@@ -290,6 +250,7 @@ export function drawScatter3d(box, spec, onSelect = () => {}) {
     canvas = document.createElement("canvas");
     canvas.className = "scatter3d";
     canvas.setAttribute("role", "img");
+    canvas.style.height = `${CANVAS_HEIGHT_PX}px`;
     const tip = document.createElement("div");
     tip.className = "tooltip3d";
     tip.hidden = true;
@@ -300,11 +261,11 @@ export function drawScatter3d(box, spec, onSelect = () => {}) {
   st.model = layoutScatter(spec);
   st.colourTitle = spec.colourTitle || "";
   st.onSelect = onSelect;
-  st.redraw = () => {
-    st.drawn = paint(canvas, st.model, st.view, st.colourTitle);
-    st.size = `${canvas.clientWidth}x${canvas.clientHeight}`;
+  st.redraw = (size = null) => {
+    st.drawn = paint(canvas, st.model, st.view, st.colourTitle, size);
+    st.size = size ? size.join("x") : `${canvas.clientWidth}x${canvas.clientHeight}`;
   };
-  st.redraw();
+  st.redraw(spec.width > 0 ? [spec.width, CANVAS_HEIGHT_PX] : null);
   canvas.dataset.points = String(st.drawn.length);
   canvas.setAttribute("aria-label", `3D scatter of ${st.drawn.length} attempts over ` +
                       st.model.axes.map((a) => a.title).join(", "));
@@ -360,6 +321,10 @@ function bind(canvas, tip) {
     const i = hover(ev);
     if (i >= 0 && st().drawn[i].point.id !== undefined) st().onSelect(st().drawn[i].point.id);
   });
+  // A drag the browser takes over (a touch turned into a scroll, a lost capture) ends without a
+  // click.
+  canvas.addEventListener("pointercancel", () => { drag = null; tip.hidden = true; });
+  canvas.addEventListener("lostpointercapture", () => { drag = null; });
   canvas.addEventListener("pointerleave", () => { if (!drag) tip.hidden = true; });
   canvas.addEventListener("wheel", (ev) => {
     ev.preventDefault();

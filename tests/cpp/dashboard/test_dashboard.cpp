@@ -106,6 +106,83 @@ TEST_F(DashboardTest, ASessionCarriesItsAttemptsWithRooflineFigures) {
   EXPECT_EQ(j["attempts"][best - 1]["speedup"], j["session"]["best_speedup"]);
 }
 
+// A deep profile's kernels as ncu_report.parse_raw writes them (docs/profiling.md): two kernels,
+// one without the throughput metrics.
+json deep_profile() {
+  return {{"tier", "deep"},
+          {"tool", {{"name", "ncu"}, {"version", "2025.1"}}},
+          {"kernel_metrics",
+           {{{"name", "softmax_kernel"},
+             {"duration_us", 30.0},
+             {"dram_throughput_pct", 90.0},
+             {"sm_throughput_pct", 30.0},
+             {"achieved_occupancy_pct", 80.0},
+             {"roofline", {{"flops", 3e6}, {"dram_bytes", 6e7}}}},
+            {{"name", "reduce_kernel"},
+             {"duration_us", 10.0},
+             {"dram_throughput_pct", 50.0},
+             {"sm_throughput_pct", nullptr},
+             {"roofline", {{"flops", 1e6}, {"dram_bytes", nullptr}}}}}}};
+}
+
+TEST(DashboardProfile, MeasuredFiguresFromAProfilesKernels) {
+  json f = ok::dashboard::profile_figures(deep_profile());
+  EXPECT_EQ(f["tier"], "deep");
+  EXPECT_EQ(f["tool"], "ncu");
+  EXPECT_EQ(f["kernels"], 2);
+  EXPECT_EQ(f["kernel"], "softmax_kernel");  // the longest
+  EXPECT_DOUBLE_EQ(f["duration_us"].get<double>(), 40.0);
+  // Duration-weighted over the kernels reporting the metric.
+  EXPECT_DOUBLE_EQ(f["dram_throughput_pct"].get<double>(), (90.0 * 30 + 50.0 * 10) / 40);
+  EXPECT_DOUBLE_EQ(f["sm_throughput_pct"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(f["achieved_occupancy_pct"].get<double>(), 80.0);
+  // The roofline from the kernels that measured both FLOPs and bytes: the first only.
+  EXPECT_DOUBLE_EQ(f["roofline"]["flops"].get<double>(), 3e6);
+  EXPECT_DOUBLE_EQ(f["roofline"]["intensity"].get<double>(), 3e6 / 6e7);
+  EXPECT_DOUBLE_EQ(f["roofline"]["flops_per_s"].get<double>(), 3e6 / 30e-6);
+  // Nothing measured: null, whatever else the profile holds.
+  EXPECT_TRUE(ok::dashboard::profile_figures(json{{"tier", "basic"}, {"kernels", json::array()}})
+                  .is_null());
+  EXPECT_TRUE(ok::dashboard::profile_figures(json{{"kernel_metrics", json::array()}}).is_null());
+  EXPECT_TRUE(ok::dashboard::profile_figures(json("garbage")).is_null());
+  // Proton's kernels: times, and FLOPs and bytes where a Triton kernel declares them (no
+  // throughputs: the gauges stay the estimate's).
+  json proton = ok::dashboard::profile_figures(json::parse(R"({"tier": "proton",
+      "tool": {"name": "proton"}, "kernel_metrics": [{"name": "k", "count": 1,
+      "duration_us": 20.0, "flops": 4e6, "bytes": 8e6}]})"));
+  EXPECT_EQ(proton["tool"], "proton");
+  EXPECT_TRUE(proton["dram_throughput_pct"].is_null());
+  EXPECT_DOUBLE_EQ(proton["roofline"]["intensity"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(proton["roofline"]["dram_bytes_per_s"].get<double>(), 8e6 / 20e-6);
+  json odd = ok::dashboard::profile_figures(json{{"kernel_metrics", {1, "x", nullptr}}});
+  EXPECT_EQ(odd["kernels"], 3);
+  EXPECT_TRUE(odd["dram_throughput_pct"].is_null());
+  EXPECT_TRUE(odd["roofline"].is_null());
+}
+
+TEST(DashboardProfile, AnAttemptsRecordedProfileReachesTheApi) {
+  ok::testing::TempDir temp{"ok-dashboard-profile"};
+  auto st = ok::store::Store::open(temp.path() / "db.sqlite");
+  ASSERT_TRUE(st) << st.error().message;
+  ok::bench::SynthOptions o;
+  o.session = "p";
+  o.attempts = 30;
+  o.profile = deep_profile();
+  ASSERT_EQ(ok::bench::synthesise(*st, o), "");
+  ok::dashboard::Site site{{{"/", {"text/html; charset=utf-8", "<html></html>"}}}};
+  Api api(*st, site);
+  json j = json::parse(api.handle(Request{"GET", "/api/sessions/p", {}}).body);
+  int profiled = 0;
+  for (const auto& a : j["attempts"]) {
+    bool expected = a["correct"].get<bool>() && a["number"].get<int>() % 10 == 0;
+    EXPECT_EQ(a["profile"].is_object(), expected) << "attempt " << a["number"];
+    if (!a["profile"].is_object()) continue;
+    ++profiled;
+    EXPECT_EQ(a["profile"], ok::dashboard::profile_figures(deep_profile()));
+  }
+  EXPECT_GT(profiled, 0);
+}
+
 TEST_F(DashboardTest, AnAttemptsSourceAndItsLanguage) {
   json j = get_json("/api/sessions/s1/attempts/3/source");
   EXPECT_EQ(j["language"], "python");
