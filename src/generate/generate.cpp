@@ -432,11 +432,12 @@ std::string describe_plan(const Graph& g, const Plan& plan, const std::string& b
 }
 
 // Appends the candidates of one plan of g to `out`, ranked after `plan_rank`; `plan_point` is
-// the plan's own parameters (shown under "plan", empty when there is no choice). Returns why the
-// plan has none (empty when it has some).
+// the plan's own parameters (shown under "plan", empty when there is no choice) and `pattern` the
+// graph's (every plan of one graph shows the pattern of its unsplit plan). Returns why the plan
+// has none (empty when it has some).
 util::Result<std::string> plan_candidates(const Graph& g, const Plan& plan, const Request& r,
-                                          const json& plan_point, size_t plan_rank,
-                                          std::vector<Ranked>& out) {
+                                          const json& plan_point, const std::string& pattern,
+                                          size_t plan_rank, std::vector<Ranked>& out) {
   const auto features = plan_features(g, plan);
   static const std::array<const char*, 3> kKinds = {"pointwise", "row", "gemm"};
   std::array<const Skill*, 3> used{};
@@ -469,13 +470,13 @@ util::Result<std::string> plan_candidates(const Graph& g, const Plan& plan, cons
     kparams["fast_math"] = fast;
     Ranked c;
     c.rank = plan_rank + combo[0] + combo[1] + combo[2];
-    c.candidate.pattern = plan.pattern;
+    c.candidate.pattern = pattern;
     c.candidate.skill = skill_id;
     c.candidate.params = shown;
     c.candidate.description = desc;
     try {
       c.candidate.source = assemble(g, plan, r.backend, r.reference, r.skills, kparams,
-                                    header(plan.pattern, skill_id, shown, desc));
+                                    header(pattern, skill_id, shown, desc));
     } catch (const EmitError& e) {
       return util::fail(util::ErrorKind::kInternal, "builtin generator: " + e.message);
     }
@@ -505,25 +506,25 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
   const Request req{backend, reference_source,
                     *skills, skills_dir,
                     seed,    max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0};
-  // One plan per split count of the long reductions (none: one plan), best prior first.
+  // The graph's pattern is that of its plan as written; one plan per split count of its long
+  // reductions (none: that plan alone), best prior first.
+  Planned whole = make_plan(lowered->graph, *skills);
+  if (!whole.unsupported.empty()) {
+    out.reason = whole.unsupported;
+    return out;
+  }
+  out.pattern = whole.plan.pattern;
   std::vector<int64_t> splits = split_options(lowered->graph);
-  if (splits.empty()) splits.push_back(0);
+  if (splits.empty()) splits.push_back(1);
   std::vector<Ranked> ranked;
   for (size_t i = 0; i < splits.size(); ++i) {
     const Graph g = split_reductions(lowered->graph, splits[i]);
-    Planned planned = make_plan(g, *skills);
-    if (!planned.unsupported.empty()) {
-      if (i == 0) {
-        out.reason = planned.unsupported;
-        return out;
-      }
-      continue;
-    }
-    if (i == 0) out.pattern = planned.plan.pattern;
-    json point = splits[i] ? json{{"split", splits[i]}} : json::object();
-    auto why = plan_candidates(g, planned.plan, req, point, i, ranked);
+    Planned planned = splits[i] > 1 ? make_plan(g, *skills) : whole;
+    if (!planned.unsupported.empty()) continue;
+    json point = splits.size() > 1 ? json{{"split", splits[i]}} : json::object();
+    auto why = plan_candidates(g, planned.plan, req, point, out.pattern, i, ranked);
     if (!why) return std::unexpected(why.error());
-    if (i == 0 && !why->empty()) out.reason = *why;
+    if (out.reason.empty()) out.reason = *why;
   }
   if (ranked.empty()) return out;
   std::stable_sort(ranked.begin(), ranked.end(),

@@ -60,8 +60,8 @@ struct Planned {
 
 Planned make_plan(const Graph& g, const Skills& skills);
 
-// Split reductions (split.cpp): a sum/max/min/prod whose rows are few and long (fewer programs
-// than keep a GPU busy, rows of at least 8192) is rewritten as a view [outer, S, R / S, inner],
+// Split reductions (split.cpp): a sum/max/min/prod whose rows are few and long (fewer than 128
+// programs, rows of at least 8192) is rewritten as a view [outer, S, R / S, inner],
 // S partial reductions per row (a row group of outer * S rows) and a finishing reduction over
 // the S partials, so make_plan() gives it two kernels instead of one program per row.
 // split_options(): the split counts worth trying for g, best prior first (the last, 1, is no

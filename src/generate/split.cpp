@@ -11,8 +11,10 @@ namespace ok::generate {
 
 namespace {
 
-// Below this many programs a row kernel leaves most of a GPU idle (an H200 has 132 SMs).
-constexpr int64_t kFewPrograms = 264;
+// Below this many programs a row kernel leaves SMs idle (an H200 has 132). A split of a
+// normalisation (a row group that writes rows) materialises intermediates, so rows that fill the
+// GPU once are better left whole.
+constexpr int64_t kFewPrograms = 128;
 // The programs a split aims for, and the least work a partial is left with.
 constexpr int64_t kTargetPrograms = 1024;
 constexpr int64_t kMinPartial = 4096;
@@ -55,17 +57,18 @@ int64_t divisor_split(int64_t red, int64_t want) {
 }  // namespace
 
 std::vector<int64_t> split_options(const Graph& g) {
-  int64_t ideal = 0;
+  int64_t ideal = 0, cap = 0;
   for (const Node& n : g.nodes) {
     if (!splittable(g, n)) continue;
     RowView v = row_view(g.values[n.args[0].value].shape, n.dims);
     int64_t want = next_pow2(kTargetPrograms / std::max<int64_t>(programs(v), 1));
     ideal = std::max(ideal, std::min(want, v.red / kMinPartial));
+    cap = std::max(cap, v.red / kMinPartial);
   }
   if (ideal < 2) return {};
   std::vector<int64_t> out{ideal};
   if (ideal / 4 >= 2) out.push_back(ideal / 4);
-  out.push_back(ideal * 4);
+  if (ideal * 4 <= cap) out.push_back(ideal * 4);
   out.push_back(1);  // no split: one program per row
   return out;
 }
