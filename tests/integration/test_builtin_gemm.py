@@ -42,9 +42,9 @@ def problems() -> dict[str, tuple[str, list[str]]]:
 
 
 def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str],
-                     vendor: re.Pattern[str] = VENDOR) -> None:
+                     vendor: re.Pattern[str] = VENDOR) -> str:
     """One builtin attempt on the CPU; asserts it is correct and computes the product (or what
-    `vendor` names) itself."""
+    `vendor` names) itself; returns the candidate's source."""
     env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("OPENKERNEL_API_KEY", None)
@@ -62,6 +62,7 @@ def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str],
     source = Path(report["best_candidate"]).read_text()
     forward = source[source.index("class ModelNew(Model):"):]
     assert not vendor.search(forward), forward
+    return source
 
 
 @pytest.mark.parametrize("name", CHOSEN)

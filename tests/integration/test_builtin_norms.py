@@ -3,8 +3,10 @@
 Frobenius norm, LayerNorm, Sum, MinGPT GELU, MSE, Huber, KL divergence, triplet margin and hinge
 problems at reduced sizes (tests/fixtures/generate/norm_problems.tsv) must come back `correct`,
 with a candidate that computes the norm or loss itself (no module call, torch.nn.functional or
-torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE and hinge keep rows long enough
-for the split reductions (partials, then a finishing kernel).
+torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL and hinge keep rows
+long enough for the split reductions (partials, then a finishing kernel) and their first
+candidate must use one. The Triton candidates of every problem at full size must parse; the CUDA
+kernels must compile with nvcc (slow).
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_norms.py
 """
@@ -26,6 +28,8 @@ from test_builtin_gemm import KERNELBENCH, optimize_builtin, pytestmark  # noqa:
 TABLE = ROOT / "tests/fixtures/generate/norm_problems.tsv"
 # One norm with a grouped view, two split reductions, two losses: the default suite; the rest slow.
 CHOSEN = {"group_norm", "frobenius", "layer_norm", "huber", "triplet"}
+# The problems whose first candidate splits a reduction at these sizes.
+SPLIT = {"frobenius", "layer_norm", "mse", "huber", "kl_div", "hinge"}
 VENDOR = re.compile(r"self\.(bn|inorm|gn|ln|loss_fn)\(|_ok_torch\.nn|torch\.nn\.functional|"
                     r"\bF\.|torch\.(norm|sum|mean|clamp|tanh|pow)\(")
 
@@ -43,7 +47,40 @@ def problems() -> dict[str, tuple[str, list[str]]]:
                                   for n in problems()])
 def test_builtin_norm_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
     ref, sets = problems()[name]
-    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
+    source = optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
+    split = re.search(r'"plan":\{"split":(\d+)\}', source)
+    assert (split is not None and int(split.group(1)) > 1) == (name in SPLIT), source[:400]
+
+
+def test_training_mode_norms_are_correct_on_the_cpu(tmp_path: Path) -> None:
+    """BatchNorm without running statistics (per-channel statistics of the batch), an affine
+    InstanceNorm and a GroupNorm with non-trivial weights, chained."""
+    ref = tmp_path / "norms.py"
+    ref.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(4, track_running_stats=False)
+        self.inorm = nn.InstanceNorm2d(4, affine=True)
+        self.gn = nn.GroupNorm(2, 4)
+        for p in self.parameters():
+            nn.init.uniform_(p, 0.5, 1.5)
+
+    def forward(self, x):
+        return self.gn(self.inorm(self.bn(x)) * 2.0)
+
+
+def get_inputs():
+    return [torch.rand(3, 4, 8, 6) * 3.0]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [], VENDOR)
 
 
 GENERATE = BINARY.parent / "generate_candidates"
