@@ -32,9 +32,10 @@ pytestmark = [
 ]
 
 
-def problems() -> dict[str, tuple[str, list[str]]]:
+def problems(table: Path = TABLE) -> dict[str, tuple[str, list[str]]]:
+    """A problem table's rows: name -> (reference under KERNELBENCH, --set overrides)."""
     rows = {}
-    for line in TABLE.read_text().splitlines():
+    for line in table.read_text().splitlines():
         if line and not line.startswith("#"):
             name, _, ref, sets = line.split("\t")
             rows[name] = (ref.removeprefix("kb:"), sets.split())

@@ -24,6 +24,7 @@ import pytest
 
 from locations import BINARY, ROOT
 from test_builtin_gemm import KERNELBENCH, optimize_builtin, pytestmark  # noqa: F401
+from test_builtin_gemm import problems as gemm_problems
 
 TABLE = ROOT / "tests/fixtures/generate/norm_problems.tsv"
 # One norm with a grouped view, two split reductions, two losses: the default suite; the rest slow.
@@ -35,12 +36,7 @@ VENDOR = re.compile(r"self\.(bn|inorm|gn|ln|loss_fn)\(|_ok_torch\.nn|torch\.nn\.
 
 
 def problems() -> dict[str, tuple[str, list[str]]]:
-    rows = {}
-    for line in TABLE.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, ref, sets = line.split("\t")
-            rows[name] = (ref.removeprefix("kb:"), sets.split())
-    return rows
+    return gemm_problems(TABLE)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in CHOSEN else pytest.mark.slow)
