@@ -338,16 +338,15 @@ class Builder:
         mod = self.gm.get_submodule(str(node.target))
         self.module_types[str(node.target)] = type(mod).__name__
         found = module_form(mod, str(node.target))
-        if found is not None and len(node.args) == 1 and not node.kwargs:
+        if found is not None and len(node.args) >= 1 and not node.kwargs:
             fn, params = found
             spec = tables()[0][fn]
-            first = next(iter(spec.sig.parameters))
-            bound = spec.sig.bind_partial(**{first: node.args[0], **params})
-            bound.apply_defaults()
-            try:
+            try:  # the module's inputs (a loss module has several) by position, then its params
+                bound = spec.sig.bind_partial(*node.args, **params)
+                bound.apply_defaults()
                 self.apply(node, spec, dict(bound.arguments), False)
                 return
-            except Unsupported:
+            except (Unsupported, TypeError):
                 pass  # an unsafe in-place module, say: kept as the module call
         self.module(node, mod)
 
@@ -580,3 +579,39 @@ class Builder:
         args = [self.form(v) if v is not None else {"value": None} for v in b.values()]
         self.emit(node.name, spec.op, args, {}, node)
 
+
+    def family_normop(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """batch_norm {training, eps}: [x, weight, bias, running_mean, running_var];
+        instance_norm {eps} and group_norm {num_groups, eps}: [x, weight, bias]."""
+        def optional(name: str) -> dict[str, Any]:
+            v = b.get(name)
+            return {"value": None} if v is None else self.tensor_arg(v, name)
+
+        args = [self.tensor_arg(b["input"], "the input"), optional("weight"), optional("bias")]
+        kwargs: dict[str, Any] = {"eps": float(self.constant(b["eps"], "eps"))}
+        if spec.op == "batch_norm":
+            training = bool(self.constant(b["training"], "training"))
+            if not training and (b.get("running_mean") is None or b.get("running_var") is None):
+                raise Unsupported("batch_norm in eval mode without running statistics")
+            args += [optional("running_mean"), optional("running_var")]
+            kwargs["training"] = training
+        elif spec.op == "instance_norm":
+            if not self.constant(b["use_input_stats"], "use_input_stats"):
+                raise Unsupported("instance_norm with running statistics")
+        else:
+            kwargs["num_groups"] = int(self.constant(b["num_groups"], "num_groups"))
+        self.emit(node.name, spec.op, args, kwargs, node)
+
+    def family_loss(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """A loss: its tensor arguments in order, its other parameters as kwargs (reduction...);
+        the deprecated size_average/reduce only when unset."""
+        for legacy in ("size_average", "reduce"):
+            if b.pop(legacy, None) is not None:
+                raise Unsupported(f"{legacy}= is not expressible in {spec.op}")
+        args, kwargs = [], {}
+        for name, v in b.items():
+            if self.is_tensor(v):
+                args.append(self.form(v))
+            else:
+                kwargs[name] = _json(self.constant(v, name))
+        self.emit(node.name, spec.op, args, kwargs, node)

@@ -366,35 +366,28 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
   return out;
 }
 
-}  // namespace
+// A candidate and its prior rank (lower = better) among every plan's candidates.
+struct Ranked {
+  size_t rank = 0;
+  GeneratedCandidate candidate;
+};
 
-util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& backend,
-                               const std::string& reference_source,
-                               const std::filesystem::path& skills_dir, uint64_t seed,
-                               int max_candidates) {
-  if (backend != "cpu" && backend != "triton" && backend != "cuda")
-    return util::fail(util::ErrorKind::kUsage,
-                      fmt::format("unknown backend {} (cpu, triton or cuda)", backend));
-  auto skills = load_skills(skills_dir);
-  if (!skills) return std::unexpected(skills.error());
-  auto lowered = lower(graph, *skills);
-  if (!lowered) return std::unexpected(lowered.error());
-  Proposal out;
-  if (!lowered->unsupported.empty()) {
-    out.reason = lowered->unsupported;
-    return out;
-  }
-  const Graph& g = lowered->graph;
-  Planned planned = make_plan(g, *skills);
-  if (!planned.unsupported.empty()) {
-    out.reason = planned.unsupported;
-    return out;
-  }
-  const Plan& plan = planned.plan;
-  out.pattern = plan.pattern;
+// What every plan of one proposal shares.
+struct Request {
+  const std::string& backend;
+  const std::string& reference;
+  const Skills& skills;
+  const std::filesystem::path& skills_dir;
+  uint64_t seed = 0;
+  size_t want = 0;  // candidates wanted (0: all)
+};
 
-  Features pf, rf, gf;
-  bool any_pointwise = false, any_row = false, any_gemm = false;
+// The per-kind features the priors look at (pointwise, row, gemm) and which kinds the plan has.
+std::array<std::pair<bool, Features>, 3> plan_features(const Graph& g, const Plan& plan) {
+  std::array<std::pair<bool, Features>, 3> f{};
+  auto& [any_pointwise, pf] = f[0];
+  auto& [any_row, rf] = f[1];
+  auto& [any_gemm, gf] = f[2];
   for (const auto& step : plan.steps) {
     if (step.kind != StepKind::kGemm) continue;
     const Gemm& gm = g.nodes[step.node].gemm;
@@ -418,68 +411,127 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
       pf.transcendental |= G.has_transcendental;
     }
   }
-  // One parameter space per kind of kernel in the plan (a single empty point where it has none).
-  const std::array<std::pair<const char*, std::pair<bool, const Features*>>, 3> kinds = {
-      {{"pointwise", {any_pointwise, &pf}}, {"row", {any_row, &rf}}, {"gemm", {any_gemm, &gf}}}};
+  return f;
+}
+
+std::string describe_plan(const Graph& g, const Plan& plan, const std::string& backend) {
+  std::string desc = fmt::format("{} on {}: ", plan.pattern, backend);
+  int k = 0;
+  for (const auto& step : plan.steps) {
+    if (step.kind == StepKind::kGemm) {
+      desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
+      continue;
+    }
+    if (step.kind != StepKind::kKernel) continue;
+    const KernelGroup& G = plan.groups[step.group];
+    desc += (k++ ? "; " : "") +
+            (G.row ? fmt::format("{} over [{}, {}, {}]", G.pattern, G.outer, G.red, G.inner)
+                   : fmt::format("pointwise over {} elements", G.full));
+  }
+  return desc;
+}
+
+// Appends the candidates of one plan of g to `out`, ranked after `plan_rank`; `plan_point` is
+// the plan's own parameters (shown under "plan", empty when there is no choice) and `pattern` the
+// graph's (every plan of one graph shows the pattern of its unsplit plan). Returns why the plan
+// has none (empty when it has some).
+util::Result<std::string> plan_candidates(const Graph& g, const Plan& plan, const Request& r,
+                                          const json& plan_point, const std::string& pattern,
+                                          size_t plan_rank, std::vector<Ranked>& out) {
+  const auto features = plan_features(g, plan);
+  static const std::array<const char*, 3> kKinds = {"pointwise", "row", "gemm"};
   std::array<const Skill*, 3> used{};
   std::array<std::vector<json>, 3> spaces;
   std::string skill_id;
-  for (size_t k = 0; k < kinds.size(); ++k) {
-    const auto& [pattern, wanted] = kinds[k];
+  for (size_t k = 0; k < kKinds.size(); ++k) {
     spaces[k] = {json::object()};
-    if (!wanted.first) continue;
-    used[k] = skills->find(backend, pattern);
-    if (!used[k]) {
-      out.reason = fmt::format("no {} skill for the {} backend in {}", pattern, backend,
-                               skills_dir.string());
-      return out;
-    }
-    spaces[k] = space(*used[k], *wanted.second, seed);
+    if (!features[k].first) continue;
+    used[k] = r.skills.find(r.backend, kKinds[k]);
+    if (!used[k])
+      return fmt::format("no {} skill for the {} backend in {}", kKinds[k], r.backend,
+                         r.skills_dir.string());
+    spaces[k] = space(*used[k], features[k].second, r.seed);
     skill_id += (skill_id.empty() ? "" : "+") + used[k]->id;
   }
-  const size_t want = max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0;
+  const std::string desc = describe_plan(g, plan, r.backend);
+  const size_t before = out.size();
   for (const auto& combo :
-       by_rank_sum({spaces[0].size(), spaces[1].size(), spaces[2].size()}, want)) {
+       by_rank_sum({spaces[0].size(), spaces[1].size(), spaces[2].size()}, r.want)) {
     json kparams = json::object();
     json shown = json::object();
     bool fast = false;
-    for (size_t k = 0; k < kinds.size(); ++k) {
+    for (size_t k = 0; k < kKinds.size(); ++k) {
       const json& point = spaces[k][combo[k]];
-      kparams[kinds[k].first] = point;
+      kparams[kKinds[k]] = point;
       fast = fast || point.value("fast_math", false);
       if (used[k]) shown[used[k]->id] = point;
     }
+    if (!plan_point.empty()) shown["plan"] = plan_point;
     kparams["fast_math"] = fast;
-    GeneratedCandidate c;
-    c.pattern = plan.pattern;
-    c.skill = skill_id;
-    c.params = shown;
-    std::string desc = fmt::format("{} on {}: ", plan.pattern, backend);
-    int k = 0;
-    for (const auto& step : plan.steps) {
-      if (step.kind == StepKind::kGemm) {
-        desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
-        continue;
-      }
-      if (step.kind != StepKind::kKernel) continue;
-      const KernelGroup& G = plan.groups[step.group];
-      desc += (k++ ? "; " : "") +
-              (G.row ? fmt::format("{} over [{}, {}, {}]", G.pattern, G.outer, G.red, G.inner)
-                     : fmt::format("pointwise over {} elements", G.full));
-    }
-    c.description = desc;
+    Ranked c;
+    c.rank = plan_rank + combo[0] + combo[1] + combo[2];
+    c.candidate.pattern = pattern;
+    c.candidate.skill = skill_id;
+    c.candidate.params = shown;
+    c.candidate.description = desc;
     try {
-      c.source = assemble(g, plan, backend, reference_source, *skills, kparams,
-                          header(plan.pattern, skill_id, shown, desc));
+      c.candidate.source = assemble(g, plan, r.backend, r.reference, r.skills, kparams,
+                                    header(pattern, skill_id, shown, desc));
     } catch (const EmitError& e) {
       return util::fail(util::ErrorKind::kInternal, "builtin generator: " + e.message);
     }
-    out.candidates.push_back(std::move(c));
+    out.push_back(std::move(c));
   }
-  if (out.candidates.empty()) {
-    out.reason = "no point of the parameter space applies to these shapes";
+  return out.size() == before ? "no point of the parameter space applies to these shapes" : "";
+}
+
+}  // namespace
+
+util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& backend,
+                               const std::string& reference_source,
+                               const std::filesystem::path& skills_dir, uint64_t seed,
+                               int max_candidates) {
+  if (backend != "cpu" && backend != "triton" && backend != "cuda")
+    return util::fail(util::ErrorKind::kUsage,
+                      fmt::format("unknown backend {} (cpu, triton or cuda)", backend));
+  auto skills = load_skills(skills_dir);
+  if (!skills) return std::unexpected(skills.error());
+  auto lowered = lower(graph, *skills);
+  if (!lowered) return std::unexpected(lowered.error());
+  Proposal out;
+  if (!lowered->unsupported.empty()) {
+    out.reason = lowered->unsupported;
     return out;
   }
+  const Request req{backend, reference_source,
+                    *skills, skills_dir,
+                    seed,    max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0};
+  // The graph's pattern is that of its plan as written; one plan per split count of its long
+  // reductions (none: that plan alone), best prior first.
+  Planned whole = make_plan(lowered->graph, *skills);
+  if (!whole.unsupported.empty()) {
+    out.reason = whole.unsupported;
+    return out;
+  }
+  out.pattern = whole.plan.pattern;
+  std::vector<int64_t> splits = split_options(lowered->graph);
+  if (splits.empty()) splits.push_back(1);
+  std::vector<Ranked> ranked;
+  for (size_t i = 0; i < splits.size(); ++i) {
+    const Graph g = split_reductions(lowered->graph, splits[i]);
+    Planned planned = splits[i] > 1 ? make_plan(g, *skills) : whole;
+    if (!planned.unsupported.empty()) continue;
+    json point = splits.size() > 1 ? json{{"split", splits[i]}} : json::object();
+    auto why = plan_candidates(g, planned.plan, req, point, out.pattern, i, ranked);
+    if (!why) return std::unexpected(why.error());
+    if (out.reason.empty()) out.reason = *why;
+  }
+  if (ranked.empty()) return out;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });
+  if (req.want && ranked.size() > req.want) ranked.resize(req.want);
+  for (auto& c : ranked) out.candidates.push_back(std::move(c.candidate));
+  out.reason.clear();
   out.supported = true;
   return out;
 }

@@ -195,7 +195,8 @@ const std::map<std::string, Lowering>& lowerings() {
       {"layer_norm", lower_layer_norm}, {"view", lower_view},
       {"vendor", lower_vendor},         {"matmul", lower_matmul},
       {"permute", lower_permute},       {"diag", lower_diag},
-      {"triangle", lower_triangle},
+      {"triangle", lower_triangle},     {"norm", lower_norm_family},
+      {"loss", lower_loss_family},
   };
   return kByFamily;
 }

@@ -113,4 +113,8 @@ int lower_reduction(Lowerer& l, const IrNode& n);
 // a ** b: exponents 1, +-0.5, -1 and integers up to 16 as cheaper ops, a number base via exp2.
 int lower_pow(Lowerer& l, Operand a, Operand b, const std::string& name);
 
+// Families lowered by lower_norm.cpp: norm (batch_norm, instance_norm, group_norm) and loss.
+int lower_norm_family(Lowerer& l, const IrNode& n);
+int lower_loss_family(Lowerer& l, const IrNode& n);
+
 }  // namespace ok::generate::lowering

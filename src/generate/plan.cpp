@@ -264,10 +264,15 @@ class Planner {
     static const std::set<std::string> kRowOps = {
         "softmax", "log_softmax", "layer_norm", "sum",  "mean",   "amax", "amin",
         "prod",    "var",         "std",        "norm", "matmul", "mm",   "bmm"};
+    // The norm family and the losses (lower_norm.cpp).
+    static const std::set<std::string> kNormOps = {
+        "batch_norm",     "instance_norm", "group_norm", "mse_loss",           "l1_loss",
+        "smooth_l1_loss", "huber_loss",    "kl_div",     "triplet_margin_loss"};
     std::vector<std::string> ops;
     for (int ni : G.nodes) {
       const std::string& o = g_.nodes[ni].origin;
-      if (kRowOps.contains(o) && std::find(ops.begin(), ops.end(), o) == ops.end())
+      if ((kRowOps.contains(o) || kNormOps.contains(o)) &&
+          std::find(ops.begin(), ops.end(), o) == ops.end())
         ops.push_back(o);
     }
     bool row_out = false;

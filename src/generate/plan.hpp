@@ -60,4 +60,14 @@ struct Planned {
 
 Planned make_plan(const Graph& g, const Skills& skills);
 
+// Split reductions (split.cpp): a sum/max/min/prod whose rows are few and long (fewer than 128
+// programs, rows of at least 8192) is rewritten as a view [outer, S, R / S, inner],
+// S partial reductions per row (a row group of outer * S rows) and a finishing reduction over
+// the S partials, so make_plan() gives it two kernels instead of one program per row.
+// split_options(): the split counts worth trying for g, best prior first (the last, 1, is no
+// split); empty when no reduction qualifies. split_reductions(): g with every qualifying
+// reduction split into the largest divisor of its R not above `split` (1: g unchanged).
+std::vector<int64_t> split_options(const Graph& g);
+Graph split_reductions(const Graph& g, int64_t split);
+
 }  // namespace ok::generate

@@ -82,6 +82,15 @@ json minimal(const std::string& family, const std::string& op) {
     }
     return ir;
   }
+  if (family == "norm") {
+    const json none = {{"value", nullptr}};
+    json kwargs = {{"eps", 1e-5}, {"training", true}, {"num_groups", 2}};
+    return one_node(op, {x, none, none}, kwargs, {4, 8});
+  }
+  if (family == "loss") {
+    json args = op == "triplet_margin_loss" ? json{x, x, x} : json{x, x};
+    return one_node(op, args, {{"reduction", "mean"}}, json::array());
+  }
   json kwargs = op == "clamp" ? json{{"min", 0.0}} : json::object();
   return one_node(op, {x}, kwargs, {4, 8});
 }

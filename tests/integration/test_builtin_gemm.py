@@ -32,17 +32,20 @@ pytestmark = [
 ]
 
 
-def problems() -> dict[str, tuple[str, list[str]]]:
+def problems(table: Path = TABLE) -> dict[str, tuple[str, list[str]]]:
+    """A problem table's rows: name -> (reference under KERNELBENCH, --set overrides)."""
     rows = {}
-    for line in TABLE.read_text().splitlines():
+    for line in table.read_text().splitlines():
         if line and not line.startswith("#"):
             name, _, ref, sets = line.split("\t")
             rows[name] = (ref.removeprefix("kb:"), sets.split())
     return rows
 
 
-def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> None:
-    """One builtin attempt on the CPU; asserts it is correct and computes the product itself."""
+def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str],
+                     vendor: re.Pattern[str] = VENDOR) -> str:
+    """One builtin attempt on the CPU; asserts it is correct and computes the product (or what
+    `vendor` names) itself; returns the candidate's source."""
     env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("OPENKERNEL_API_KEY", None)
@@ -59,7 +62,8 @@ def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> None:
     assert all(h["generator"] == "builtin" for h in report["history"])
     source = Path(report["best_candidate"]).read_text()
     forward = source[source.index("class ModelNew(Model):"):]
-    assert not VENDOR.search(forward), forward
+    assert not vendor.search(forward), forward
+    return source
 
 
 @pytest.mark.parametrize("name", CHOSEN)
