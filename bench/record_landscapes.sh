@@ -14,18 +14,22 @@
 #
 # Each problem is `openkernel optimize --search prior --no-skills --stop-at-sol 2` with enough
 # iterations for its whole sub-space (--no-skills: the library must not reorder what is recorded,
-# as the replay reads the recorded order as the proposer's). Resumable: a finished session is
-# skipped, an interrupted one continues with `optimize --resume` (its measured points are kept
-# and not measured again), so the recording can run in slices:
-#   SLICE_S   seconds this invocation may run (default: no limit); the problem running when it
-#             ends is interrupted (SIGINT: its measured points stay) and resumed by the next call.
+# as the replay reads the recorded order as the proposer's). Resumable: a problem whose session
+# ended exhausted (every point measured) is skipped, any other continues with `optimize --resume`
+# (its measured points are kept and not measured again), so the recording can run in slices:
+#   SLICE_S   seconds this invocation may run (default: no limit). A slice gives each session as
+#             many more iterations as fit in what is left (at the mean wall time of the store's
+#             evaluations so far, EVAL_S before the first; START_S, default 40, for a session's
+#             start), so it ends between evaluations: an evaluation cut short would be recorded
+#             `not_evaluated` and, as a resume does not repeat an issued point, lost to the
+#             landscape. A session still running 120 s past the slice is interrupted (SIGINT).
 #   NICE      niceness of the evaluations (default 10), one at a time.
 #   TRIALS (default 2), TIMING_BUDGET (default 0.5), THREADS (default 1 on cpu, unset on a GPU),
-#   ONLY (space-separated problem ids: just those).
+#   EVAL_S (default 15), ONLY (space-separated problem ids: just those).
 # Environment: OPENKERNEL_BIN, OPENKERNEL_KERNELBENCH_DIR, PYTHON (default /usr/bin/python3 when
 # it exists, else python3). Writes OUT_DIR/bench.db, OUT_DIR/record.log, OUT_DIR/L1_<id>/ (each
-# session's outputs) and prints one line per problem. Exit 0 (some problems may be left for the
-# next slice: "left" lines), 2 on bad usage.
+# session's outputs) and prints one line per problem and the slice's CPU time. Exit 0 (some
+# problems may be left for the next slice: "left" lines), 2 on bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -80,24 +84,29 @@ export OPENKERNEL_HOME="$root"
 start=$(date +%s)
 col=$([ "$backend" = cpu ] && echo 2 || echo 3)
 threads=${THREADS:-$([ "$backend" = cpu ] && echo 1 || echo "")}
-status_of() {  # session -> finished | interrupted | ... | none
-  "$PY" - "$db" "$1" <<'PY'
-import os, sqlite3, sys
-if not os.path.exists(sys.argv[1]):
-    print("none"); sys.exit()
-r = sqlite3.connect(sys.argv[1]).execute("SELECT status FROM sessions WHERE id=?", (sys.argv[2],)).fetchone()
-print(r[0] if r else "none")
+stop_of() {  # problem id -> the stop reason of its last optimize run ("" none)
+  "$PY" - "$out/L1_$1.json" <<'PY'
+import json, sys
+try:
+    print(json.loads(open(sys.argv[1]).read().splitlines()[-1]).get("stop_reason", ""))
+except Exception:
+    print("")
 PY
 }
-measured() {  # session -> count of measured points
-  "$PY" - "$db" "$1" <<'PY'
+count() {  # session, what -> attempts (all) or measured points or the mean evaluation wall time
+  "$PY" - "$db" "$1" "$2" <<'PY'
 import os, sqlite3, sys
-n = 0
-if os.path.exists(sys.argv[1]):
-    n = sqlite3.connect(sys.argv[1]).execute(
-        "SELECT COUNT(*) FROM attempts WHERE session=? AND evaluation_id IS NOT NULL",
-        (sys.argv[2],)).fetchone()[0]
-print(n)
+db, s, what = sys.argv[1:]
+if not os.path.exists(db):
+    print(0); sys.exit()
+c = sqlite3.connect(db)
+if what == "attempts":
+    q = "SELECT COUNT(*) FROM attempts WHERE session=?"
+elif what == "measured":
+    q = "SELECT COUNT(*) FROM attempts WHERE session=? AND evaluation_id IS NOT NULL"
+else:
+    q = "SELECT COALESCE(AVG(wall_s), 0) FROM attempts WHERE evaluation_id IS NOT NULL AND ?<>''"
+print(c.execute(q, (s,)).fetchone()[0] if what != "wall" else round(c.execute(q, (s,)).fetchone()[0]))
 PY
 }
 while IFS=$'\t' read -r -a row; do
@@ -105,24 +114,27 @@ while IFS=$'\t' read -r -a row; do
   case "$id" in ''|'#'*) continue ;; esac
   if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $id "* ]]; then continue; fi
   s="land-$backend-L1_$id"
-  st=$(status_of "$s")
-  if [ "$st" = finished ]; then
-    echo "L1_$id: done, $(measured "$s") points"
+  if [ "$(stop_of "$id")" = exhausted ]; then
+    echo "L1_$id: done, $(count "$s" measured) points"
     continue
   fi
-  limit=()
+  iterations=4096 limit=()
   if [ -n "${SLICE_S:-}" ]; then
     left=$(( SLICE_S - ($(date +%s) - start) ))
-    if [ "$left" -lt 20 ]; then
-      echo "L1_$id: left for the next slice ($(measured "$s") points so far)"
+    per=$(count "$s" wall)
+    [ "$per" -gt 0 ] || per=${EVAL_S:-15}
+    fit=$(( (left - ${START_S:-40}) / per ))
+    if [ "$fit" -lt 1 ]; then
+      echo "L1_$id: left for the next slice ($(count "$s" measured) points so far)"
       continue
     fi
-    limit=(timeout -s INT -k 60 "$left")
+    iterations=$(( $(count "$s" attempts) + fit ))
+    limit=(timeout -s INT -k 60 $(( left + 120 )))
   fi
   sets=()
   for kv in ${row[$((col - 1))]:--}; do [ "$kv" = - ] || sets+=(--set "$kv"); done
-  common=(--db "$db" --iterations 4096 --out "$out/L1_$id" --json)
-  if [ "$st" = none ]; then
+  common=(--db "$db" --iterations "$iterations" --out "$out/L1_$id" --json)
+  if [ "$(count "$s" attempts)" = 0 ] && ! "$PY" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute('SELECT 1 FROM sessions WHERE id=?', (sys.argv[2],)).fetchone() else 1)" "$db" "$s" 2>/dev/null; then
     args=(optimize "${common[@]}" --session "$s" --search prior --model builtin
           --backend "$backend" --seed 1 --stop-at-sol 2 --no-skills --level 1 --problem "$id"
           --kernelbench-dir "$KB" --trials "${TRIALS:-2}" --timing-budget "${TIMING_BUDGET:-0.5}"
@@ -134,5 +146,8 @@ while IFS=$'\t' read -r -a row; do
   rc=0
   echo "# $(date -u +%FT%TZ) $s: ${args[*]}" >>"$log"
   "${limit[@]}" nice -n "${NICE:-10}" "$BIN" "${args[@]}" >"$out/L1_$id.json" 2>>"$log" || rc=$?
-  echo "L1_$id: $(status_of "$s") (exit $rc), $(measured "$s") points"
+  lost=$(( $(count "$s" attempts) - $(count "$s" measured) ))
+  echo "L1_$id: $(stop_of "$id") (exit $rc), $(count "$s" measured) points$([ "$lost" = 0 ] || echo ", $lost not measured (cut short: missing from the landscape)")"
 done <"$problems"
+echo "# CPU time of this slice (user, system; the shell, then its children):"
+times

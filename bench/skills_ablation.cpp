@@ -1,7 +1,10 @@
 // skills_ablation: the skill library's effect on the search, replayed over measured landscapes.
 //
 //   skills_ablation --db BENCH.db [--db MORE.db ...] --held-out S1,S2,... [--budgets 2,3,4,6]
-//                   [--seeds 50] [--json OUT.json] SESSION...
+//                   [--seeds 50] [--json OUT.json] [--common-reference] SESSION...
+//
+// --common-reference: each session's speedups against one reference time, the median of those
+// its evaluations measured (bench/replay.hpp), for landscapes recorded on a loaded CPU host.
 //
 // The sessions not held out are the learning part: each is learnt as a finished session that
 // measured its whole landscape (skills::learn into a fresh store with the seed skills, the code a
@@ -42,7 +45,8 @@ namespace sk = ok::skills;
 int usage(const std::string& why) {
   fmt::print(stderr,
              "skills_ablation: {}\nusage: skills_ablation --db BENCH.db [--db MORE.db ...] "
-             "--held-out S1,S2 [--budgets 2,3,4,6] [--seeds 50] [--json OUT.json] SESSION...\n",
+             "--held-out S1,S2 [--budgets 2,3,4,6] [--seeds 50] [--json OUT.json] "
+             "[--common-reference] SESSION...\n",
              why);
   return 2;
 }
@@ -75,8 +79,10 @@ sk::SessionLesson lesson_of(const Landscape& l) {
 }
 
 // Evaluations until the landscape's optimum is measured (the whole space as the budget).
-int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed) {
+int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed,
+               const std::vector<search::SeedIntent>& seeds) {
   search::Planner planner(policy, {}, l.space, seed, l.problem);
+  planner.seed(seeds);
   for (int n = 1; n <= static_cast<int>(l.points.size()); ++n) {
     auto d = planner.next();
     if (!d || !d->point) break;
@@ -93,6 +99,7 @@ int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed) {
 struct Arm {
   std::string name;
   std::vector<Landscape> problems;
+  std::vector<std::vector<search::SeedIntent>> seeds;  // per problem: the skills fed
 };
 
 }  // namespace
@@ -105,6 +112,7 @@ int main(int argc, char** argv) {
   std::vector<int> budgets = {2, 3, 4, 6};
   int seeds = 50;
   std::string json_out;
+  bool common_reference = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -119,6 +127,8 @@ int main(int argc, char** argv) {
       seeds = std::atoi(value().c_str());
     } else if (a == "--json") {
       json_out = value();
+    } else if (a == "--common-reference") {
+      common_reference = true;
     } else if (a.rfind("--", 0) == 0) {
       return usage("unknown flag " + a);
     } else {
@@ -127,7 +137,7 @@ int main(int argc, char** argv) {
   }
   if (dbs.empty() || sessions.empty() || held_out.empty() || budgets.empty() || seeds < 1)
     return usage("--db, --held-out and sessions are needed");
-  auto loaded = ok::bench::load_landscapes(dbs, sessions);
+  auto loaded = ok::bench::load_landscapes(dbs, sessions, common_reference);
   if (!loaded) return usage(loaded.error().message);
 
   // Learn on the learning part, in a store of its own.
@@ -160,7 +170,9 @@ int main(int argc, char** argv) {
       auto ranked = sk::retrieve(*library, signature(l), {.query = l.problem, .points = l.params});
       auto order = sk::prior_order(l.params, ranked);
       without.problems.push_back(l);
+      without.seeds.emplace_back();
       with.problems.push_back(ok::bench::reordered(l, order));
+      with.seeds.push_back(sk::seed_intents(ranked, with.problems.back().params));
       std::string fed = "(no learnt skill applies)";
       for (const auto& r : ranked)
         if (r.skill.provenance == "learned") {
@@ -187,7 +199,8 @@ int main(int argc, char** argv) {
           for (int seed = 1; seed <= seeds; ++seed)
             for (size_t k = 0; k < arm->problems.size(); ++k) {
               const Landscape& l = arm->problems[k];
-              auto r = ok::bench::search_one(l, policy, {}, seed * 1000003u + k, budget, nullptr);
+              auto r = ok::bench::search_one(l, policy, {}, seed * 1000003u + k, budget, nullptr,
+                                             false, arm->seeds[k]);
               ++n;
               log_sum += std::log(r.correct ? r.best : 1.0);
               if (r.correct) {
@@ -218,7 +231,7 @@ int main(int argc, char** argv) {
         for (int seed = 1; seed <= seeds; ++seed)
           for (size_t k = 0; k < arm->problems.size(); ++k)
             if (arm->problems[k].optimum > 0) {
-              sum += to_optimum(arm->problems[k], policy, seed * 1000003u + k);
+              sum += to_optimum(arm->problems[k], policy, seed * 1000003u + k, arm->seeds[k]);
               ++n;
             }
         fmt::print("  {:<8} {:<8} {:.2f}\n", search::policy_name(policy), arm->name,

@@ -249,6 +249,22 @@ std::vector<size_t> prior_order(const std::vector<json>& points,
   return order;
 }
 
+std::vector<search::SeedIntent> seed_intents(const std::vector<RankedSkill>& ranked,
+                                             const std::vector<json>& points) {
+  std::vector<search::SeedIntent> out;
+  for (const auto& r : ranked) {
+    search::SeedIntent s{.skill = r.skill.id,
+                         .title = r.skill.title.empty() ? r.skill.id : r.skill.title,
+                         .confidence = r.skill.confidence(),
+                         .rank = r.rank};
+    for (size_t i = 0; i < points.size() && !s.point; ++i)
+      if (names_point(r.skill, points[i])) s.point = i;
+    s.technique = r.skill.action.value("technique", s.title);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::string prompt_section(const std::vector<RankedSkill>& ranked, size_t budget_chars) {
   std::string out;
   for (const auto& r : ranked) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "search/world_model.hpp"
 #include "skills/skill.hpp"
 
 namespace ok::skills {
@@ -64,6 +65,12 @@ bool names_point(const Skill& s, const nlohmann::json& point);
 // Applicable: learned builtin skills of the points' own pattern whose template is among them.
 std::vector<size_t> prior_order(const std::vector<nlohmann::json>& points,
                                 const std::vector<RankedSkill>& ranked);
+
+// The ranked skills as the world model's seeded intents (search::Planner::seed), in rank order:
+// a builtin skill with the index of the template point it names among `points` (none when it
+// names none of them), a model skill with its technique (else its title).
+std::vector<search::SeedIntent> seed_intents(const std::vector<RankedSkill>& ranked,
+                                             const std::vector<nlohmann::json>& points);
 
 // The model prompt's skill section's default budget: 6000 characters, about 1500 tokens at the
 // documented estimate of four characters a token. The generator fits the section with the
