@@ -86,6 +86,8 @@ util::Result<std::vector<Landscape>> load_landscapes(const std::vector<std::stri
     }
     if (l.points.empty()) return bad("session " + s + " has no measured template point");
     l.problem_class = params.front().value("pattern", std::string("other"));
+    if (auto sig = st->search_state(s, "signature"); sig && *sig)
+      l.signature = json::parse(**sig, nullptr, false);
     l.space = search::TemplateSpace(params);
     l.params = std::move(params);
     if (common_reference) use_common_reference(l);

@@ -22,6 +22,7 @@ struct Landscape {
   std::vector<nlohmann::json> params;     // the template points, by point index
   std::vector<optimize::Attempt> points;  // their measured attempts, by point index
   double optimum = 0;                     // best measured speedup (0: none correct)
+  nlohmann::json signature;  // the problem's skill signature as the session recorded it, or null
 };
 
 struct Run {

@@ -62,6 +62,13 @@ std::string device_name(const json& device) {
 util::Result<void> Loop::choose_skills(std::vector<json>& points) {
   skills_signature_ = skills::signature_of(problem_.graph, problem_.inspect, problem_.device,
                                            options_.backend, points);
+  // The problem's signature, kept with a new session (with or without skills) so that a replay
+  // of its measurements (bench/skills_ablation) retrieves as this session would have.
+  if (outcome_.attempts.empty())
+    if (auto w = deps_.store->put_search_state(session_id_, "signature",
+                                               skills_signature_.to_json().dump());
+        !w)
+      observer_.warning("the problem's signature was not recorded: " + w.error().message);
   if (!options_.skills) return {};
   auto saved = deps_.store->search_state(session_id_, "skills");
   if (!saved) return std::unexpected(saved.error());
