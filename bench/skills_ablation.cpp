@@ -195,15 +195,15 @@ int main(int argc, char** argv) {
       // Where the optimum sits in the proposer's order and in the library's.
       size_t opt = 0;
       for (size_t i = 0; i < l.points.size(); ++i)
-        if (l.points[i].correct && l.points[i].speedup && *l.points[i].speedup >= l.optimum) opt = i;
+        if (l.points[i].correct && l.points[i].speedup && *l.points[i].speedup >= l.optimum)
+          opt = i;
       const size_t opt_with = std::find(order.begin(), order.end(), opt) - order.begin();
       fmt::print(
           "  {:<36} {:<16} {:>3} points, optimum {:.3f}x at {} -> {}; first point {} -> {}; fed: "
           "{}\n",
           l.problem, l.problem_class, l.points.size(), l.optimum, opt, opt_with, order.front(),
-          l.points[order.front()].speedup
-              ? fmt::format("{:.3f}x", *l.points[order.front()].speedup)
-              : l.points[order.front()].verdict,
+          l.points[order.front()].speedup ? fmt::format("{:.3f}x", *l.points[order.front()].speedup)
+                                          : l.points[order.front()].verdict,
           fed);
       out["held_out"].push_back(
           {{"session", l.session}, {"fed", fed}, {"first_point", order.front()}});
@@ -249,8 +249,9 @@ int main(int argc, char** argv) {
       const std::string key =
           fraction == 1.0 ? "to_optimum" : fmt::format("to_within_{:g}", 1.0 - fraction);
       fmt::print("\nevaluations to {} (whole space as the budget):\n",
-                 fraction == 1.0 ? std::string("the landscape's optimum")
-                                 : fmt::format("within {:g}% of the optimum", 100 * (1 - fraction)));
+                 fraction == 1.0
+                     ? std::string("the landscape's optimum")
+                     : fmt::format("within {:g}% of the optimum", 100 * (1 - fraction)));
       for (auto policy : {search::Policy::kEngine, search::Policy::kPrior})
         for (const Arm* arm : {&without, &with}) {
           double sum = 0;
