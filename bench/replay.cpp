@@ -28,8 +28,27 @@ std::string device_of(store::Store& st, int64_t evaluation) {
 
 }  // namespace
 
+// Every correct point's speedup against the median of the session's reference times.
+void use_common_reference(Landscape& l) {
+  std::vector<double> refs;
+  for (const auto& a : l.points)
+    if (a.correct && a.speedup && a.runtime_us && *a.runtime_us > 0)
+      refs.push_back(*a.speedup * *a.runtime_us);
+  if (refs.empty()) return;
+  std::sort(refs.begin(), refs.end());
+  const size_t n = refs.size();
+  const double ref = n % 2 ? refs[n / 2] : (refs[n / 2 - 1] + refs[n / 2]) / 2;
+  l.optimum = 0;
+  for (auto& a : l.points) {
+    if (a.correct && a.speedup && a.runtime_us && *a.runtime_us > 0)
+      a.speedup = ref / *a.runtime_us;
+    if (a.correct && a.speedup) l.optimum = std::max(l.optimum, *a.speedup);
+  }
+}
+
 util::Result<std::vector<Landscape>> load_landscapes(const std::vector<std::string>& dbs,
-                                                     const std::vector<std::string>& sessions) {
+                                                     const std::vector<std::string>& sessions,
+                                                     bool common_reference) {
   std::vector<store::Store> stores;
   for (const auto& db : dbs) {
     auto st = store::Store::open(db);
@@ -67,8 +86,11 @@ util::Result<std::vector<Landscape>> load_landscapes(const std::vector<std::stri
     }
     if (l.points.empty()) return bad("session " + s + " has no measured template point");
     l.problem_class = params.front().value("pattern", std::string("other"));
+    if (auto sig = st->search_state(s, "signature"); sig && *sig)
+      l.signature = json::parse(**sig, nullptr, false);
     l.space = search::TemplateSpace(params);
     l.params = std::move(params);
+    if (common_reference) use_common_reference(l);
     ls.push_back(std::move(l));
   }
   return ls;
@@ -88,8 +110,10 @@ Landscape reordered(const Landscape& l, const std::vector<size_t>& order) {
 
 // One search of one problem with `budget` evaluations.
 Run search_one(const Landscape& l, search::Policy policy, const search::SearchParams& params,
-               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace) {
+               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace,
+               const std::vector<search::SeedIntent>& seeds) {
   search::Planner planner(policy, params, l.space, seed, l.problem);
+  planner.seed(seeds);
   Run r;
   for (int n = 1; n <= budget; ++n) {
     auto d = planner.next();

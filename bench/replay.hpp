@@ -22,6 +22,7 @@ struct Landscape {
   std::vector<nlohmann::json> params;     // the template points, by point index
   std::vector<optimize::Attempt> points;  // their measured attempts, by point index
   double optimum = 0;                     // best measured speedup (0: none correct)
+  nlohmann::json signature;  // the problem's skill signature as the session recorded it, or null
 };
 
 struct Run {
@@ -31,16 +32,23 @@ struct Run {
 };
 
 // Each session from the first of the stores `dbs` that has it; kBadInput naming what is missing
-// or unreadable.
+// or unreadable. `common_reference`: each correct point's speedup is recomputed against one
+// reference time per session, the median of the reference times its evaluations measured
+// (speedup x runtime), so the reference's own timing noise (on a loaded CPU host, a reference of
+// 100 ms is time-sliced where a 1 ms candidate is not: measured 45-200 ms within one session)
+// does not reorder the points; the candidates' runtimes decide.
 util::Result<std::vector<Landscape>> load_landscapes(const std::vector<std::string>& dbs,
-                                                     const std::vector<std::string>& sessions);
+                                                     const std::vector<std::string>& sessions,
+                                                     bool common_reference = false);
 
 // The same landscape with its points in `order` (indices into l's points, a permutation).
 Landscape reordered(const Landscape& l, const std::vector<size_t>& order);
 
 // One search of one problem with `budget` evaluations; `failures` (may be null) receives the
-// failed and pruned intents' notes; `trace` prints every step.
+// failed and pruned intents' notes; `trace` prints every step; `seeds`: the world model's seeded
+// intents (the skills fed, skills::seed_intents).
 Run search_one(const Landscape& l, search::Policy policy, const search::SearchParams& params,
-               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace = false);
+               uint64_t seed, int budget, std::vector<std::string>* failures, bool trace = false,
+               const std::vector<search::SeedIntent>& seeds = {});
 
 }  // namespace ok::bench

@@ -1,7 +1,12 @@
 // skills_ablation: the skill library's effect on the search, replayed over measured landscapes.
 //
 //   skills_ablation --db BENCH.db [--db MORE.db ...] --held-out S1,S2,... [--budgets 2,3,4,6]
-//                   [--seeds 50] [--json OUT.json] SESSION...
+//                   [--seeds 50] [--json OUT.json] [--common-reference] [--near F] SESSION...
+//
+// --near F: also the evaluations to a point within F (e.g. 0.05) of the optimum, for landscapes
+// whose top is a plateau of points within the timing noise of each other.
+// --common-reference: each session's speedups against one reference time, the median of those
+// its evaluations measured (bench/replay.hpp), for landscapes recorded on a loaded CPU host.
 //
 // The sessions not held out are the learning part: each is learnt as a finished session that
 // measured its whole landscape (skills::learn into a fresh store with the seed skills, the code a
@@ -15,10 +20,12 @@
 // speedup found (incorrect counts 1.0), the mean evaluations to reach that best, and the fraction
 // of each landscape's optimum reached; then, per policy and arm, the mean evaluations to reach the
 // landscape's optimum with an unlimited budget, and which skill each held-out problem was fed.
-// The landscapes carry no input shapes, so the signatures' shape regime is unknown (-1) on both
-// sides. Exit 0, 2 on bad input.
+// The signatures are those the sessions recorded (search_state SESSION "signature": ops, shape
+// regime, dtypes, architecture); a landscape recorded before sessions kept it has only its
+// pattern, backend and device (regime unknown, -1). Exit 0, 2 on bad input.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -42,12 +49,17 @@ namespace sk = ok::skills;
 int usage(const std::string& why) {
   fmt::print(stderr,
              "skills_ablation: {}\nusage: skills_ablation --db BENCH.db [--db MORE.db ...] "
-             "--held-out S1,S2 [--budgets 2,3,4,6] [--seeds 50] [--json OUT.json] SESSION...\n",
+             "--held-out S1,S2 [--budgets 2,3,4,6] [--seeds 50] [--json OUT.json] "
+             "[--common-reference] [--near F] SESSION...\n",
              why);
   return 2;
 }
 
 sk::Signature signature(const Landscape& l) {
+  // As the session recorded it (ops, shape regime, dtypes, architecture), else what the
+  // landscape knows.
+  if (l.signature.is_object())
+    if (auto recorded = sk::Signature::from_json(l.signature)) return *recorded;
   sk::Signature s;
   s.pattern = l.problem_class;
   s.backend = l.backend;
@@ -74,9 +86,12 @@ sk::SessionLesson lesson_of(const Landscape& l) {
   return s;
 }
 
-// Evaluations until the landscape's optimum is measured (the whole space as the budget).
-int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed) {
+// Evaluations until a point of at least `fraction` of the landscape's optimum is measured (the
+// whole space as the budget).
+int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed,
+               const std::vector<search::SeedIntent>& seeds, double fraction) {
   search::Planner planner(policy, {}, l.space, seed, l.problem);
+  planner.seed(seeds);
   for (int n = 1; n <= static_cast<int>(l.points.size()); ++n) {
     auto d = planner.next();
     if (!d || !d->point) break;
@@ -85,7 +100,7 @@ int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed) {
     auto o = ok::optimize::observation_of(a, l.space);
     o.point = d->point;
     planner.observe(*d, o);
-    if (a.correct && a.speedup && *a.speedup >= l.optimum) return n;
+    if (a.correct && a.speedup && *a.speedup >= fraction * l.optimum) return n;
   }
   return static_cast<int>(l.points.size());
 }
@@ -93,6 +108,7 @@ int to_optimum(const Landscape& l, search::Policy policy, uint64_t seed) {
 struct Arm {
   std::string name;
   std::vector<Landscape> problems;
+  std::vector<std::vector<search::SeedIntent>> seeds;  // per problem: the skills fed
 };
 
 }  // namespace
@@ -105,6 +121,8 @@ int main(int argc, char** argv) {
   std::vector<int> budgets = {2, 3, 4, 6};
   int seeds = 50;
   std::string json_out;
+  bool common_reference = false;
+  double near = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -119,15 +137,20 @@ int main(int argc, char** argv) {
       seeds = std::atoi(value().c_str());
     } else if (a == "--json") {
       json_out = value();
+    } else if (a == "--common-reference") {
+      common_reference = true;
+    } else if (a == "--near") {
+      near = std::atof(value().c_str());
     } else if (a.rfind("--", 0) == 0) {
       return usage("unknown flag " + a);
     } else {
       sessions.push_back(a);
     }
   }
+  if (near < 0 || near >= 1) return usage("--near takes a fraction in [0, 1)");
   if (dbs.empty() || sessions.empty() || held_out.empty() || budgets.empty() || seeds < 1)
     return usage("--db, --held-out and sessions are needed");
-  auto loaded = ok::bench::load_landscapes(dbs, sessions);
+  auto loaded = ok::bench::load_landscapes(dbs, sessions, common_reference);
   if (!loaded) return usage(loaded.error().message);
 
   // Learn on the learning part, in a store of its own.
@@ -160,19 +183,28 @@ int main(int argc, char** argv) {
       auto ranked = sk::retrieve(*library, signature(l), {.query = l.problem, .points = l.params});
       auto order = sk::prior_order(l.params, ranked);
       without.problems.push_back(l);
+      without.seeds.emplace_back();
       with.problems.push_back(ok::bench::reordered(l, order));
+      with.seeds.push_back(sk::seed_intents(ranked, with.problems.back().params));
       std::string fed = "(no learnt skill applies)";
       for (const auto& r : ranked)
         if (r.skill.provenance == "learned") {
           fed = r.skill.title;
           break;
         }
-      fmt::print("  {:<36} {:<16} {:>3} points, optimum {:.3f}x; first point {} -> {}; fed: {}\n",
-                 l.problem, l.problem_class, l.points.size(), l.optimum, order.front(),
-                 l.points[order.front()].speedup
-                     ? fmt::format("{:.3f}x", *l.points[order.front()].speedup)
-                     : l.points[order.front()].verdict,
-                 fed);
+      // Where the optimum sits in the proposer's order and in the library's.
+      size_t opt = 0;
+      for (size_t i = 0; i < l.points.size(); ++i)
+        if (l.points[i].correct && l.points[i].speedup && *l.points[i].speedup >= l.optimum)
+          opt = i;
+      const size_t opt_with = std::find(order.begin(), order.end(), opt) - order.begin();
+      fmt::print(
+          "  {:<36} {:<16} {:>3} points, optimum {:.3f}x at {} -> {}; first point {} -> {}; fed: "
+          "{}\n",
+          l.problem, l.problem_class, l.points.size(), l.optimum, opt, opt_with, order.front(),
+          l.points[order.front()].speedup ? fmt::format("{:.3f}x", *l.points[order.front()].speedup)
+                                          : l.points[order.front()].verdict,
+          fed);
       out["held_out"].push_back(
           {{"session", l.session}, {"fed", fed}, {"first_point", order.front()}});
     }
@@ -187,7 +219,8 @@ int main(int argc, char** argv) {
           for (int seed = 1; seed <= seeds; ++seed)
             for (size_t k = 0; k < arm->problems.size(); ++k) {
               const Landscape& l = arm->problems[k];
-              auto r = ok::bench::search_one(l, policy, {}, seed * 1000003u + k, budget, nullptr);
+              auto r = ok::bench::search_one(l, policy, {}, seed * 1000003u + k, budget, nullptr,
+                                             false, arm->seeds[k]);
               ++n;
               log_sum += std::log(r.correct ? r.best : 1.0);
               if (r.correct) {
@@ -210,21 +243,31 @@ int main(int argc, char** argv) {
                                     {"evaluations_to_best", tb},
                                     {"fraction_of_optimum", fo}});
         }
-    fmt::print("\nevaluations to the landscape's optimum (whole space as the budget):\n");
-    for (auto policy : {search::Policy::kEngine, search::Policy::kPrior})
-      for (const Arm* arm : {&without, &with}) {
-        double sum = 0;
-        int n = 0;
-        for (int seed = 1; seed <= seeds; ++seed)
-          for (size_t k = 0; k < arm->problems.size(); ++k)
-            if (arm->problems[k].optimum > 0) {
-              sum += to_optimum(arm->problems[k], policy, seed * 1000003u + k);
-              ++n;
-            }
-        fmt::print("  {:<8} {:<8} {:.2f}\n", search::policy_name(policy), arm->name,
-                   n ? sum / n : 0);
-        out["to_optimum"][search::policy_name(policy)][arm->name] = n ? sum / n : 0;
-      }
+    std::vector<double> fractions = {1.0};
+    if (near > 0) fractions.push_back(1.0 - near);
+    for (double fraction : fractions) {
+      const std::string key =
+          fraction == 1.0 ? "to_optimum" : fmt::format("to_within_{:g}", 1.0 - fraction);
+      fmt::print("\nevaluations to {} (whole space as the budget):\n",
+                 fraction == 1.0
+                     ? std::string("the landscape's optimum")
+                     : fmt::format("within {:g}% of the optimum", 100 * (1 - fraction)));
+      for (auto policy : {search::Policy::kEngine, search::Policy::kPrior})
+        for (const Arm* arm : {&without, &with}) {
+          double sum = 0;
+          int n = 0;
+          for (int seed = 1; seed <= seeds; ++seed)
+            for (size_t k = 0; k < arm->problems.size(); ++k)
+              if (arm->problems[k].optimum > 0) {
+                sum += to_optimum(arm->problems[k], policy, seed * 1000003u + k, arm->seeds[k],
+                                  fraction);
+                ++n;
+              }
+          fmt::print("  {:<8} {:<8} {:.2f}\n", search::policy_name(policy), arm->name,
+                     n ? sum / n : 0);
+          out[key][search::policy_name(policy)][arm->name] = n ? sum / n : 0;
+        }
+    }
     if (!json_out.empty() && !ok::util::write_file(json_out, out.dump(2) + "\n"))
       status = usage("cannot write " + json_out);
   }

@@ -39,10 +39,13 @@ void print_tree(const json& intents, int id, int depth) {
     std::string ev;
     for (const auto& e : i.value("evidence", json::array()))
       ev += (ev.empty() ? "" : ",") + std::to_string(e.get<int>());
-    fmt::print("{:>{}}{} [{}] {}  (p {:.3f}, c {:.2f}{}{})\n", "", depth * 2,
+    // A seeded intent (source skill) names its skill.
+    const json action = i.value("action", json::object());
+    const std::string skill = action.is_object() ? action.value("skill", std::string()) : "";
+    fmt::print("{:>{}}{} [{}] {}  (p {:.3f}, c {:.2f}{}{}{})\n", "", depth * 2,
                mark(i.value("status", "")), i.value("id", 0), i.value("title", ""),
                i.value("priority", 0.0), i.value("confidence", 0.0),
-               ev.empty() ? "" : ", attempts " + ev,
+               skill.empty() ? "" : ", skill " + skill, ev.empty() ? "" : ", attempts " + ev,
                i.value("note", "").empty() ? "" : ": " + i.value("note", ""));
   }
   for (const auto& i : intents)

@@ -136,6 +136,8 @@ class Loop {
 
   // loop_skills.cpp: the skill library.
   util::Result<void> choose_skills(std::vector<nlohmann::json>& points);
+  // The skills fed become the world model's seeded intents (before the replay).
+  util::Result<void> seed_intents(const std::vector<nlohmann::json>& points);
   void learn_skills();
 
   std::string session_id_;

@@ -60,6 +60,7 @@ util::Result<void> Loop::prepare_search() {
   problem_.guidance = strategy_.guidance;
   planner_.emplace(*policy, search::search_params(strategy_), std::move(space), options_.seed,
                    problem_.name);
+  if (auto r = seed_intents(points); !r) return r;
   replay_attempts();
   return {};
 }

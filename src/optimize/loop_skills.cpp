@@ -3,6 +3,8 @@
 // replays the same order), and what the finished session teaches the library (loop.hpp).
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "optimize/loop.hpp"
 #include "skills/learn.hpp"
 #include "skills/library.hpp"
@@ -60,6 +62,13 @@ std::string device_name(const json& device) {
 util::Result<void> Loop::choose_skills(std::vector<json>& points) {
   skills_signature_ = skills::signature_of(problem_.graph, problem_.inspect, problem_.device,
                                            options_.backend, points);
+  // The problem's signature, kept with a new session (with or without skills) so that a replay
+  // of its measurements (bench/skills_ablation) retrieves as this session would have.
+  if (outcome_.attempts.empty())
+    if (auto w = deps_.store->put_search_state(session_id_, "signature",
+                                               skills_signature_.to_json().dump());
+        !w)
+      observer_.warning("the problem's signature was not recorded: " + w.error().message);
   if (!options_.skills) return {};
   auto saved = deps_.store->search_state(session_id_, "skills");
   if (!saved) return std::unexpected(saved.error());
@@ -96,6 +105,26 @@ util::Result<void> Loop::choose_skills(std::vector<json>& points) {
   for (const auto& r : problem_.library) names += (names.empty() ? "" : ", ") + r.skill.id;
   if (!names.empty())
     skills_note_ = fmt::format("{} skills fed: {}", problem_.library.size(), names);
+  return {};
+}
+
+// Each skill fed, as a seeded intent (search::SeedIntent): a builtin skill with the template
+// point it names, a model's with its technique. A session resumed from before seeded intents
+// (its recorded tree has attempts but no intent of source "skill") is left as it ran, so its
+// replay gives the directions it recorded.
+util::Result<void> Loop::seed_intents(const std::vector<json>& points) {
+  if (problem_.library.empty()) return {};
+  if (!outcome_.attempts.empty()) {
+    auto saved = deps_.store->search_state(session_id_, "intents");
+    if (!saved) return std::unexpected(saved.error());
+    const json tree = *saved ? json::parse(**saved, nullptr, false) : json();
+    const json intents = tree.is_object() ? tree.value("intents", json::array()) : json::array();
+    const bool seeded = std::any_of(intents.begin(), intents.end(), [](const json& i) {
+      return i.is_object() && i.value("source", std::string()) == "skill";
+    });
+    if (!seeded) return {};
+  }
+  planner_->seed(skills::seed_intents(problem_.library, points));
   return {};
 }
 
@@ -136,6 +165,9 @@ void Loop::learn_skills() {
                {"title", lesson->learned->title},
                {"new", lesson->learned_new}};
   skills_report_ = {{"used", lesson->used}, {"learned", learned}};
+  // The seeded intents carry their skill's resolved outcome into the tree.
+  for (const auto& u : lesson->used)
+    planner_->settle_skill(u.value("id", std::string()), u.value("outcome", std::string()));
   if (lesson->learned)
     observer_.search_decision(standing(), -1, "skill_learned",
                               fmt::format("{} {}: {}", lesson->learned_new ? "learnt" : "confirmed",

@@ -81,6 +81,48 @@ Intent& Planner::add(Intent i) {
   return intents_.back();
 }
 
+void Planner::seed(const std::vector<SeedIntent>& seeds) {
+  for (const auto& s : seeds) {
+    Intent i;
+    i.parent = 0;
+    i.title = "apply the skill " + s.title;
+    i.rationale = fmt::format("retrieved from the skill library: rank {}, confidence {:.2f}",
+                              s.rank + 1, s.confidence);
+    i.source = "skill";
+    i.confidence = s.confidence;
+    i.action = {{"skill", s.skill}};
+    if (space_.empty()) {
+      i.action["suggestion"] = s.technique.empty() ? s.title : s.technique;
+      i.rationale += ": " + i.action["suggestion"].get<std::string>();
+      i.priority = 0.1;  // an unrated suggestion's expected gain, as the critic's default
+    } else if (s.point && *s.point < space_.size()) {
+      i.action["point"] = *s.point;
+    } else {
+      i.status = "pruned";
+      i.setback = Setback::kPruned;
+      i.note = "it names no template point of this problem";
+    }
+    add(std::move(i));
+  }
+}
+
+void Planner::settle_skill(const std::string& skill, const std::string& outcome) {
+  for (auto& i : intents_)
+    if (i.source == "skill" && i.action.value("skill", std::string()) == skill) {
+      i.action["outcome"] = outcome;
+      i.note += (i.note.empty() ? "skill " : "; skill ") + outcome;
+    }
+}
+
+Intent* Planner::open_seed() {
+  const std::set<size_t> ex = excluded();
+  for (auto& i : intents_)
+    if (i.source == "skill" && i.status == "open" && i.action.contains("point") &&
+        !ex.count(i.action["point"].get<size_t>()))
+      return &i;
+  return nullptr;
+}
+
 void Planner::decide(std::string kind, int intent, std::string text) {
   decisions_.push_back({std::move(kind), intent, std::move(text)});
 }
@@ -321,8 +363,16 @@ std::optional<Direction> Planner::realise(Intent& i) {
 }
 
 std::optional<Direction> Planner::next_engine() {
-  if (intents_.size() == 1) {
-    // The first hypothesis: the proposer's prior is right.
+  if (!started_) {
+    started_ = true;
+    // The first hypothesis: the proposer's prior is right; a retrieved skill that names the
+    // first point is that hypothesis, so its outcome is the skill's.
+    for (auto& s : intents_)
+      if (s.source == "skill" && s.status == "open" && s.action.contains("point") &&
+          s.action["point"] == 0) {
+        base_ = s.id;
+        return realise(s);
+      }
     Intent i;
     i.parent = 0;
     i.title = "start from the proposer's best prior point" + space_.describe(0);
@@ -335,6 +385,12 @@ std::optional<Direction> Planner::next_engine() {
     return realise(intents_[static_cast<size_t>(base_)]);
   }
   if (since_progress_ >= params_.stagnation_window) stagnate();
+  if (pending_seed_) {
+    Intent& seeded = intents_[static_cast<size_t>(*pending_seed_)];
+    pending_seed_.reset();
+    if (seeded.status == "open")
+      if (auto d = realise(seeded)) return d;
+  }
   bool expanded = false;
   while (true) {
     // One two-axis move along the prior competes with the one-axis hypotheses.
@@ -375,7 +431,10 @@ std::optional<Direction> Planner::next_engine() {
     }
     break;
   }
-  // The neighbourhood of the best is exhausted: change direction.
+  // The neighbourhood of the best is exhausted: change direction, to a retrieved skill's point
+  // first.
+  if (Intent* seeded = open_seed())
+    if (auto d = realise(*seeded)) return d;
   std::vector<size_t> from;
   if (best_point_) from.push_back(*best_point_);
   auto p = space_.jump(from, params_.jump_distance, excluded());
@@ -391,7 +450,8 @@ std::optional<Direction> Planner::next_engine() {
 }
 
 std::optional<Direction> Planner::next_engine_model() {
-  if (intents_.size() == 1) {
+  if (!started_) {
+    started_ = true;
     Intent i;
     i.parent = 0;
     i.title = "a first correct, fused kernel";

@@ -21,6 +21,14 @@
 //              beat;
 //   prior      the proposer's own order (builtin: best prior first; a model: the plain retry loop).
 //
+// Seeded intents: the skills retrieved for the session (docs/skills.md) enter the tree at its start
+// as intents under the root (source "skill", action {"skill": id, "point" | "suggestion"}, the
+// skill's confidence). The engine starts from a seeded intent that names its first point, turns
+// to the open seeded points (rank order) before a distant jump when it stagnates or exhausts the
+// best's neighbourhood, and a model's seeded techniques compete with the critic's suggestions.
+// Any policy credits a seeded intent with the evaluation of the point it names; the session's end
+// records the skill's resolved outcome on it (settle_skill).
+//
 // Deterministic given the seed and the observations, so a resumed session rebuilds the same
 // planner by replaying its recorded attempts (replay order: docs/search.md). Not thread-safe.
 #pragma once
@@ -105,6 +113,16 @@ struct Decision {
   std::string text;
 };
 
+// A skill retrieved for the session, as the world model sees it.
+struct SeedIntent {
+  std::string skill;  // the skill's id
+  std::string title;  // the skill's title
+  double confidence = 0.5;
+  int rank = 0;
+  std::optional<size_t> point;  // builtin: the template point it names here (none: not here)
+  std::string technique;        // a model skill: what to do ("" for builtin)
+};
+
 class Planner {
  public:
   // `space` empty: the proposer is a model (intents come from the critic's suggestions).
@@ -113,6 +131,11 @@ class Planner {
 
   // The next direction; nullopt when nothing is left (every template point tried).
   std::optional<Direction> next();
+  // Adds the seeded intents (before the first next(); in rank order). A builtin skill that names
+  // no point of this space is shown, settled as pruned.
+  void seed(const std::vector<SeedIntent>& seeds);
+  // Records skill `skill`'s resolved outcome (helped, failed, neutral) on its seeded intent.
+  void settle_skill(const std::string& skill, const std::string& outcome);
   // Applies what the attempt for direction `d` gave.
   void observe(const Direction& d, const Observation& o);
   // Decisions since the last call.
@@ -151,6 +174,10 @@ class Planner {
   void add_pair_intent();
   std::set<size_t> excluded() const;
   void observe_engine(const Direction& d, const Observation& o);
+  // The first open seeded intent (rank order) whose point is still untried, if any.
+  Intent* open_seed();
+  // Credits the seeded intents naming the point `o` evaluated, when another direction tested it.
+  void credit_seeds(const Direction& d, const Observation& o);
 
   Policy policy_;
   SearchParams params_;
@@ -160,6 +187,8 @@ class Planner {
   std::vector<Intent> intents_;
   std::vector<Decision> decisions_;
   int issued_ = 0, observed_ = 0;
+  bool started_ = false;              // the first hypothesis was made
+  std::optional<int> pending_seed_;   // a seeded intent stagnation turned to
   std::set<size_t> tried_;            // template points issued
   std::set<size_t> bad_;              // points with a pruned value
   std::optional<size_t> best_point_;  // the incumbent

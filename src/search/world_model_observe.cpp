@@ -40,6 +40,12 @@ void Planner::stagnate() {
                            axis_stats_[*a].n);
       decide("intent_pruned", i.id, i.title + ": " + i.note);
     }
+    // A retrieved skill's untried point is a better-founded change of direction than a random
+    // distant region.
+    if (Intent* seeded = open_seed()) {
+      pending_seed_ = seeded->id;
+      return;
+    }
     std::vector<size_t> from;
     if (best_point_) from.push_back(*best_point_);
     if (auto p = space_.jump(from, params_.jump_distance, excluded())) {
@@ -86,6 +92,26 @@ void Planner::observe(const Direction& d, const Observation& o) {
   } else if (o.correct && o.speedup && (!best_speedup_ || *o.speedup > *best_speedup_)) {
     best_speedup_ = o.speedup;
     best_point_ = o.point;
+  }
+  credit_seeds(d, o);
+}
+
+void Planner::credit_seeds(const Direction& d, const Observation& o) {
+  if (!o.point) return;
+  for (auto& i : intents_) {
+    if (i.source != "skill" || i.id == d.intent || (i.status != "open" && i.status != "trying") ||
+        !i.action.contains("point") || i.action["point"] != *o.point)
+      continue;
+    i.attempts += 1;
+    i.evidence.push_back(o.attempt);
+    const bool best = o.correct && o.speedup && best_speedup_ && *o.speedup >= *best_speedup_;
+    i.status = best ? "succeeded" : "failed";
+    i.setback = best ? Setback::kNone : !o.correct ? Setback::kIncorrect : Setback::kNoGain;
+    i.note = !o.correct  ? (o.verdict.empty() ? "incorrect" : o.verdict)
+             : best      ? fmt::format("its point is the best so far: {:.3f}x", *o.speedup)
+             : o.speedup ? fmt::format("no gain: x{:.3f} of the best", *o.speedup / *best_speedup_)
+                         : "no gain";
+    decide(best ? "intent_succeeded" : "intent_failed", i.id, i.title + ": " + i.note);
   }
 }
 

@@ -229,24 +229,48 @@ std::vector<size_t> prior_order(const std::vector<json>& points,
   // for a log-softmax) misled more than they helped on the measured landscapes
   // (bench/results/cpu_skills_ablation.txt); they still reach the prompt.
   const std::string pattern = points.empty() ? "" : points.front().value("pattern", std::string());
-  std::vector<const Skill*> applicable;
+  std::vector<const RankedSkill*> applicable;
+  double top = 0;
   for (const auto& r : ranked)
     if (r.skill.kind == "builtin" && r.skill.provenance != "seed" &&
-        r.skill.signature.pattern == pattern && template_in(r.skill, points))
-      applicable.push_back(&r.skill);
+        r.skill.signature.pattern == pattern && template_in(r.skill, points)) {
+      applicable.push_back(&r);
+      top = std::max(top, r.signature_score);
+    }
+  // A vote: every applicable skill counts, weighted by its confidence and by how well its
+  // signature fits (relative to the best fitting one), so the points the similar problems' winners
+  // agree on come first; one skill's winner does not outrank what the others agree on just
+  // because its problem's name shares more words with this one's.
   std::vector<double> score(points.size(), 0.0);
   for (size_t i = 0; i < points.size(); ++i)
-    for (size_t k = 0; k < applicable.size(); ++k) {
-      const Skill& s = *applicable[k];
+    for (const RankedSkill* r : applicable) {
+      const Skill& s = r->skill;
       if (points[i].value("skill", std::string()) != s.action.value("template", std::string()))
         continue;
-      score[i] = std::max(score[i], match(s, points[i]) / (1.0 + static_cast<double>(k)));
+      const double fit = top > 0 ? std::max(0.0, r->signature_score) / top : 1.0;
+      score[i] += s.confidence() * fit * match(s, points[i]);
     }
   std::vector<size_t> order(points.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return score[a] > score[b]; });
   return order;
+}
+
+std::vector<search::SeedIntent> seed_intents(const std::vector<RankedSkill>& ranked,
+                                             const std::vector<json>& points) {
+  std::vector<search::SeedIntent> out;
+  for (const auto& r : ranked) {
+    search::SeedIntent s{.skill = r.skill.id,
+                         .title = r.skill.title.empty() ? r.skill.id : r.skill.title,
+                         .confidence = r.skill.confidence(),
+                         .rank = r.rank};
+    for (size_t i = 0; i < points.size() && !s.point; ++i)
+      if (names_point(r.skill, points[i])) s.point = i;
+    s.technique = r.skill.action.value("technique", s.title);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 std::string prompt_section(const std::vector<RankedSkill>& ranked, size_t budget_chars) {

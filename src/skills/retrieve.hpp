@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "search/world_model.hpp"
 #include "skills/skill.hpp"
 
 namespace ok::skills {
@@ -56,14 +57,21 @@ std::vector<RankedSkill> rerank(std::vector<RankedSkill> fed, const std::string&
 // Whether template point `point` is the one builtin skill `s` names (every parameter equal).
 bool names_point(const Skill& s, const nlohmann::json& point);
 
-// The template points' new order (indices into `points`), best first: each point scores
-// max over the applicable skills k (in rank order, k = 0, 1, ...; a seed skill stands for its
-// template's own prior order, which the proposer follows already) of
-// match / (1 + k), match 1 when the skill names the point, else half the fraction of its
-// parameters the point shares; a stable sort keeps the proposer's order among equal scores.
-// Applicable: learned builtin skills of the points' own pattern whose template is among them.
+// The template points' new order (indices into `points`), best first: a vote of the applicable
+// skills, each point scoring the sum over them of confidence x fit x match (fit: the skill's
+// signature score over the best applicable one's; match 1 when the skill names the point, else
+// half the fraction of its parameters the point shares); a stable sort keeps the proposer's order
+// among equal scores. Applicable: learned builtin skills of the points' own pattern whose
+// template is among them (a seed skill stands for its template's own prior order, which the
+// proposer follows already).
 std::vector<size_t> prior_order(const std::vector<nlohmann::json>& points,
                                 const std::vector<RankedSkill>& ranked);
+
+// The ranked skills as the world model's seeded intents (search::Planner::seed), in rank order:
+// a builtin skill with the index of the template point it names among `points` (none when it
+// names none of them), a model skill with its technique (else its title).
+std::vector<search::SeedIntent> seed_intents(const std::vector<RankedSkill>& ranked,
+                                             const std::vector<nlohmann::json>& points);
 
 // The model prompt's skill section's default budget: 6000 characters, about 1500 tokens at the
 // documented estimate of four characters a token. The generator fits the section with the

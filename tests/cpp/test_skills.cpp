@@ -140,6 +140,34 @@ TEST(SkillsRetrieve, SignatureFirstThenTextAndTheTemplateMustBeOnOffer) {
   EXPECT_TRUE(weak_ranked.empty());
 }
 
+// The prior order is a vote of the applicable learned skills: the point two of them won on
+// comes before the one the top-ranked skill alone won on, and a point sharing parameters with the
+// winners before one that shares none.
+TEST(SkillsRetrieve, ThePriorOrderIsAVoteOfTheLearnedSkills) {
+  const std::vector<json> pts = {point(0, 4), point(1024, 8), point(2048, 16), point(2048, 8)};
+  auto skill_for = [&](const std::string& session, const json& p) {
+    auto s = sk::distil(builtin_session(session, {p}, {1.5}));
+    EXPECT_TRUE(s);
+    return *s;
+  };
+  // Three sessions: one won at point 1, two at point 2 (one skill, its evidence twice).
+  sk::Skill lone = skill_for("a", pts[1]);
+  sk::Skill agreed = skill_for("b", pts[2]);
+  agreed.evidence.push_back({.session = "c", .role = "source", .outcome = "helped"});
+  // Ranked with the lone skill first (as a name's words could put it).
+  std::vector<sk::RankedSkill> ranked = {{lone, 10, 2, 0}, {agreed, 10, 1, 1}};
+  auto order = sk::prior_order(pts, ranked);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0], 2u);  // two sessions agree
+  EXPECT_EQ(order[1], 1u);
+  EXPECT_EQ(order[2], 3u);  // shares BLOCK_R=2048 and mode with the agreed winner
+  EXPECT_EQ(order[3], 0u);
+  // A skill whose signature fits worse counts for less: the lone winner on the problem's own
+  // hardware outranks two agreeing sessions elsewhere whose signature scores half.
+  ranked[1].signature_score = 5;
+  EXPECT_EQ(sk::prior_order(pts, ranked)[0], 1u);
+}
+
 // A model skill with `technique`, for re-ranking.
 sk::RankedSkill model_skill(const std::string& title, const std::string& technique, int rank) {
   sk::Skill s;

@@ -154,3 +154,16 @@ def test_a_builtin_session_starts_where_a_similar_one_won(tmp_path: Path) -> Non
     first = {k: v for k, v in b["history"][0]["params"].items() if k != "intent"}
     assert first == {k: v for k, v in best.items() if k != "intent"}
     assert b["search"]["skills"]["used"][0]["id"] == learned["id"]
+    # The skill is a seeded intent of B's world model, tested by B's first attempt, with the
+    # skill's outcome once B finished; `intents` names it.
+    tree = json.loads(ok(tmp_path, "intents", b["session"], "--json").stdout)
+    seeded = [i for i in tree["intents"] if i["source"] == "skill"]
+    mine = [i for i in seeded if i["action"]["skill"] == learned["id"]]
+    assert len(mine) == 1, seeded
+    assert mine[0]["parent"] == 0 and mine[0]["evidence"] == [1], mine[0]
+    assert mine[0]["action"]["point"] == 0
+    outcome = b["search"]["skills"]["used"][0]["outcome"]
+    assert mine[0]["action"]["outcome"] == outcome and f"skill {outcome}" in mine[0]["note"]
+    assert 0 < mine[0]["confidence"] <= 1
+    text = ok(tmp_path, "intents", b["session"]).stdout
+    assert f"skill {learned['id']}" in text
