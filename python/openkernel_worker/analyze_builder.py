@@ -580,3 +580,9 @@ class Builder:
         args = [self.form(v) if v is not None else {"value": None} for v in b.values()]
         self.emit(node.name, spec.op, args, {}, node)
 
+    def family_conv(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """F.convNd / F.conv_transposeNd and their modules: `conv` (analyze_conv.py)."""
+        from .analyze_conv import conv_node
+
+        args, kwargs = conv_node(self, spec, b)
+        self.emit(node.name, "conv", args, kwargs, node)

@@ -27,6 +27,7 @@ struct Features {
   int64_t outer = 1;
   bool transcendental = false;
   Gemm gemm;  // the largest matrix product
+  Conv conv;  // the largest convolution
 };
 
 int64_t cdiv(int64_t a, int64_t b) {
@@ -103,6 +104,7 @@ int axis_rank(const json& axes, const json& p) {
 bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
   if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, score);
+  if (s.pattern == "conv") return conv_admissible(s, p, f.conv, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
   if (s.id == "cpu-row") {
     if (f.inner == 1 && p["tile"] != s.params["tile"][0]) return false;  // tile is for inner > 1
@@ -189,19 +191,28 @@ std::vector<json> space(const Skill& s, const Features& f, uint64_t seed) {
   return out;
 }
 
-// Index tuples into spaces of `sizes`, by increasing sum of indices (the best prior of each
-// first), earlier spaces varying first within a sum; at most `limit` (0: all).
-std::vector<std::array<size_t, 3>> by_rank_sum(const std::array<size_t, 3>& sizes, size_t limit) {
-  std::vector<std::array<size_t, 3>> out;
-  const size_t top = sizes[0] + sizes[1] + sizes[2];
-  for (size_t s = 0; s < top; ++s)
-    for (size_t i = 0; i <= s && i < sizes[0]; ++i)
-      for (size_t j = 0; j <= s - i && j < sizes[1]; ++j) {
-        const size_t r = s - i - j;
-        if (r >= sizes[2]) continue;
-        if (limit && out.size() >= limit) return out;
-        out.push_back({i, j, r});
-      }
+// Index tuples into spaces of `sizes` (none empty), by increasing sum of indices (the best prior
+// of each first), in lexicographic order within a sum; at most `limit` (0: all).
+std::vector<std::vector<size_t>> by_rank_sum(const std::vector<size_t>& sizes, size_t limit) {
+  const size_t n = sizes.size();
+  std::vector<size_t> cap(n + 1, 0);  // cap[k]: the largest index sum of spaces k..n-1
+  for (size_t k = n; k-- > 0;) cap[k] = cap[k + 1] + sizes[k] - 1;
+  std::vector<std::vector<size_t>> out;
+  std::vector<size_t> cur(n, 0);
+  std::function<void(size_t, size_t)> fill = [&](size_t k, size_t left) {
+    if (limit && out.size() >= limit) return;
+    if (k + 1 == n) {
+      cur[k] = left;
+      out.push_back(cur);
+      return;
+    }
+    for (size_t i = 0; i <= left && i < sizes[k]; ++i) {
+      if (left - i > cap[k + 1]) continue;
+      cur[k] = i;
+      fill(k + 1, left - i);
+    }
+  };
+  for (size_t s = 0; s <= cap[0] && !(limit && out.size() >= limit); ++s) fill(0, s);
   return out;
 }
 
@@ -331,6 +342,11 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
                                   kparams.value("gemm", json::object()));
       device += code.device + "\n";
       for (auto& l : code.launch) fwd.push_back(std::move(l));
+    } else if (step.kind == StepKind::kConv) {
+      KernelCode code = emit_conv(g, g.nodes[step.node], step.node, backend, skills,
+                                  kparams.value("conv", json::object()));
+      device += code.device + "\n";
+      for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kView) {
       const Node& n = g.nodes[step.node];
       fwd.push_back(fmt::format("{} = {}.reshape({})", py_name(g, n.out),
@@ -393,9 +409,14 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
   const Plan& plan = planned.plan;
   out.pattern = plan.pattern;
 
-  Features pf, rf, gf;
-  bool any_pointwise = false, any_row = false, any_gemm = false;
+  Features pf, rf, gf, cf;
+  bool any_pointwise = false, any_row = false, any_gemm = false, any_conv = false;
   for (const auto& step : plan.steps) {
+    if (step.kind == StepKind::kConv) {
+      const Conv& cv = g.nodes[step.node].conv;
+      if (!any_conv || cv.macs() > cf.conv.macs()) cf.conv = cv;
+      any_conv = true;
+    }
     if (step.kind != StepKind::kGemm) continue;
     const Gemm& gm = g.nodes[step.node].gemm;
     if (!any_gemm ||
@@ -419,10 +440,15 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
     }
   }
   // One parameter space per kind of kernel in the plan (a single empty point where it has none).
-  const std::array<std::pair<const char*, std::pair<bool, const Features*>>, 3> kinds = {
-      {{"pointwise", {any_pointwise, &pf}}, {"row", {any_row, &rf}}, {"gemm", {any_gemm, &gf}}}};
-  std::array<const Skill*, 3> used{};
-  std::array<std::vector<json>, 3> spaces;
+  const std::vector<std::pair<const char*, std::pair<bool, const Features*>>> kinds = {
+      {"pointwise", {any_pointwise, &pf}},
+      {"row", {any_row, &rf}},
+      {"gemm", {any_gemm, &gf}},
+      {"conv", {any_conv, &cf}},
+  };
+  std::vector<const Skill*> used(kinds.size(), nullptr);
+  std::vector<std::vector<json>> spaces(kinds.size());
+  std::vector<size_t> sizes;
   std::string skill_id;
   for (size_t k = 0; k < kinds.size(); ++k) {
     const auto& [pattern, wanted] = kinds[k];
@@ -437,9 +463,13 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
     spaces[k] = space(*used[k], *wanted.second, seed);
     skill_id += (skill_id.empty() ? "" : "+") + used[k]->id;
   }
+  for (const auto& sp : spaces) sizes.push_back(sp.size());
+  if (std::find(sizes.begin(), sizes.end(), size_t{0}) != sizes.end()) {
+    out.reason = "no point of the parameter space applies to these shapes";
+    return out;
+  }
   const size_t want = max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0;
-  for (const auto& combo :
-       by_rank_sum({spaces[0].size(), spaces[1].size(), spaces[2].size()}, want)) {
+  for (const auto& combo : by_rank_sum(sizes, want)) {
     json kparams = json::object();
     json shown = json::object();
     bool fast = false;
@@ -459,6 +489,10 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
     for (const auto& step : plan.steps) {
       if (step.kind == StepKind::kGemm) {
         desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
+        continue;
+      }
+      if (step.kind == StepKind::kConv) {
+        desc += (k++ ? "; " : "") + describe_conv(g.nodes[step.node].conv);
         continue;
       }
       if (step.kind != StepKind::kKernel) continue;

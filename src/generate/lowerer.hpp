@@ -113,4 +113,7 @@ int lower_reduction(Lowerer& l, const IrNode& n);
 // a ** b: exponents 1, +-0.5, -1 and integers up to 16 as cheaper ops, a number base via exp2.
 int lower_pow(Lowerer& l, Operand a, Operand b, const std::string& name);
 
+// The family lowered by lower_conv.cpp: conv (1-3d, standard or transposed) as a Conv node.
+int lower_conv(Lowerer& l, const IrNode& n);
+
 }  // namespace ok::generate::lowering
