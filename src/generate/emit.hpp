@@ -161,5 +161,7 @@ void for_each_param(
     const KernelGroup& G,
     const std::function<void(int value, const std::string& name, bool output)>& each);
 int64_t next_pow2(int64_t v);
+// The non-empty lines of `text` (a rendered launch template), without their newlines.
+std::vector<std::string> split_lines(const std::string& text);
 
 }  // namespace ok::generate

@@ -82,18 +82,6 @@ std::string cpp_epilogue(const Conv& c, int spaces) {
   return lines_at(lines, spaces);
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
   const std::string name = fmt::format("ok_conv_{}", index);
   json ctx = shape_context(n.conv, name);
