@@ -615,3 +615,10 @@ class Builder:
             else:
                 kwargs[name] = _json(self.constant(v, name))
         self.emit(node.name, spec.op, args, kwargs, node)
+
+    def family_conv(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """F.convNd / F.conv_transposeNd and their modules: `conv` (analyze_conv.py)."""
+        from .analyze_conv import conv_node
+
+        args, kwargs = conv_node(self, spec, b)
+        self.emit(node.name, "conv", args, kwargs, node)

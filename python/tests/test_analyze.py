@@ -177,8 +177,9 @@ def test_conv_bias_parameter_add_relu(write: Write) -> None:
         "return torch.relu(self.conv(x) + self.bias)",
         init="self.conv = nn.Conv2d(3, 4, 3)\nself.bias = nn.Parameter(torch.randn(4, 1, 1))",
         inputs="[torch.randn(2, 3, 6, 6)]"))
-    assert ops(r) == ["module", "add", "relu"]
-    assert r["nodes"][0]["kwargs"] == {"target": "conv", "type": "Conv2d"}
+    assert ops(r) == ["conv", "add", "relu"]
+    assert r["nodes"][0]["args"] == [{"input": "x"}, {"attr": "conv.weight"},
+                                     {"attr": "conv.bias"}]
     assert r["nodes"][0]["shape"] == [2, 4, 4, 4]
     assert r["nodes"][1]["args"] == [{"node": "conv"}, {"attr": "bias"}]
     bias = next(a for a in r["attrs"] if a["name"] == "bias")

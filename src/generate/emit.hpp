@@ -137,6 +137,15 @@ KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skil
 KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string& backend,
                      const Skills& skills, const nlohmann::json& params);
 
+// One convolution (a kConv node) on `backend`, from its conv skill with `params` (that skill's
+// point); the launch lines allocate the output and run the kernel.
+KernelCode emit_conv(const Graph& g, const Node& n, int index, const std::string& backend,
+                     const Skills& skills, const nlohmann::json& params);
+// The conv skills' admissible points and their prior (lower `score` = better), by the largest
+// convolution of the plan; and a one-line description of a convolution for humans.
+bool conv_admissible(const Skill& s, nlohmann::json& p, const Conv& c, double& score);
+std::string describe_conv(const Conv& c);
+
 // Renders a kernel skill's template, throwing EmitError on failure.
 std::string render_skill(const Skills& skills, const std::string& backend,
                          const std::string& pattern, const std::string& name,
@@ -152,5 +161,7 @@ void for_each_param(
     const KernelGroup& G,
     const std::function<void(int value, const std::string& name, bool output)>& each);
 int64_t next_pow2(int64_t v);
+// The non-empty lines of `text` (a rendered launch template), without their newlines.
+std::vector<std::string> split_lines(const std::string& text);
 
 }  // namespace ok::generate

@@ -110,15 +110,7 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   std::string device = render_skill(skills, "triton", "gemm", "prelude", json::object()) +
                        "\n\n\n" + render_skill(skills, "triton", "gemm", "kernel", ctx) + "\n";
   std::string launch = render_skill(skills, "triton", "gemm", "launch", ctx);
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < launch.size()) {
-    size_t end = launch.find('\n', start);
-    if (end == std::string::npos) end = launch.size();
-    if (end > start) lines.push_back(launch.substr(start, end - start));
-    start = end + 1;
-  }
-  return {device, lines};
+  return {device, split_lines(launch)};
 }
 
 KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {

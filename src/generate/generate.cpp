@@ -27,6 +27,7 @@ struct Features {
   int64_t outer = 1;
   bool transcendental = false;
   Gemm gemm;  // the largest matrix product
+  Conv conv;  // the largest convolution
 };
 
 int64_t cdiv(int64_t a, int64_t b) {
@@ -103,6 +104,7 @@ int axis_rank(const json& axes, const json& p) {
 bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
   if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, score);
+  if (s.pattern == "conv") return conv_admissible(s, p, f.conv, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
   if (s.id == "cpu-row") {
     if (f.inner == 1 && p["tile"] != s.params["tile"][0]) return false;  // tile is for inner > 1
@@ -189,19 +191,28 @@ std::vector<json> space(const Skill& s, const Features& f, uint64_t seed) {
   return out;
 }
 
-// Index tuples into spaces of `sizes`, by increasing sum of indices (the best prior of each
-// first), earlier spaces varying first within a sum; at most `limit` (0: all).
-std::vector<std::array<size_t, 3>> by_rank_sum(const std::array<size_t, 3>& sizes, size_t limit) {
-  std::vector<std::array<size_t, 3>> out;
-  const size_t top = sizes[0] + sizes[1] + sizes[2];
-  for (size_t s = 0; s < top; ++s)
-    for (size_t i = 0; i <= s && i < sizes[0]; ++i)
-      for (size_t j = 0; j <= s - i && j < sizes[1]; ++j) {
-        const size_t r = s - i - j;
-        if (r >= sizes[2]) continue;
-        if (limit && out.size() >= limit) return out;
-        out.push_back({i, j, r});
-      }
+// Index tuples into spaces of `sizes` (none empty), by increasing sum of indices (the best prior
+// of each first), in lexicographic order within a sum; at most `limit` (0: all).
+std::vector<std::vector<size_t>> by_rank_sum(const std::vector<size_t>& sizes, size_t limit) {
+  const size_t n = sizes.size();
+  std::vector<size_t> cap(n + 1, 0);  // cap[k]: the largest index sum of spaces k..n-1
+  for (size_t k = n; k-- > 0;) cap[k] = cap[k + 1] + sizes[k] - 1;
+  std::vector<std::vector<size_t>> out;
+  std::vector<size_t> cur(n, 0);
+  std::function<void(size_t, size_t)> fill = [&](size_t k, size_t left) {
+    if (limit && out.size() >= limit) return;
+    if (k + 1 == n) {
+      cur[k] = left;
+      out.push_back(cur);
+      return;
+    }
+    for (size_t i = 0; i <= left && i < sizes[k]; ++i) {
+      if (left - i > cap[k + 1]) continue;
+      cur[k] = i;
+      fill(k + 1, left - i);
+    }
+  };
+  for (size_t s = 0; s <= cap[0] && !(limit && out.size() >= limit); ++s) fill(0, s);
   return out;
 }
 
@@ -331,6 +342,11 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
                                   kparams.value("gemm", json::object()));
       device += code.device + "\n";
       for (auto& l : code.launch) fwd.push_back(std::move(l));
+    } else if (step.kind == StepKind::kConv) {
+      KernelCode code = emit_conv(g, g.nodes[step.node], step.node, backend, skills,
+                                  kparams.value("conv", json::object()));
+      device += code.device + "\n";
+      for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kView) {
       const Node& n = g.nodes[step.node];
       fwd.push_back(fmt::format("{} = {}.reshape({})", py_name(g, n.out),
@@ -382,13 +398,23 @@ struct Request {
   size_t want = 0;  // candidates wanted (0: all)
 };
 
-// The per-kind features the priors look at (pointwise, row, gemm) and which kinds the plan has.
-std::array<std::pair<bool, Features>, 3> plan_features(const Graph& g, const Plan& plan) {
-  std::array<std::pair<bool, Features>, 3> f{};
+// The kinds of kernel a plan may have, each with its own skill and parameter space.
+constexpr std::array<const char*, 4> kKinds = {"pointwise", "row", "gemm", "conv"};
+using KindFeatures = std::array<std::pair<bool, Features>, kKinds.size()>;
+
+// The per-kind features the priors look at (in kKinds' order) and which kinds the plan has.
+KindFeatures plan_features(const Graph& g, const Plan& plan) {
+  KindFeatures f{};
   auto& [any_pointwise, pf] = f[0];
   auto& [any_row, rf] = f[1];
   auto& [any_gemm, gf] = f[2];
+  auto& [any_conv, cf] = f[3];
   for (const auto& step : plan.steps) {
+    if (step.kind == StepKind::kConv) {
+      const Conv& cv = g.nodes[step.node].conv;
+      if (!any_conv || cv.macs() > cf.conv.macs()) cf.conv = cv;
+      any_conv = true;
+    }
     if (step.kind != StepKind::kGemm) continue;
     const Gemm& gm = g.nodes[step.node].gemm;
     if (!any_gemm ||
@@ -422,6 +448,10 @@ std::string describe_plan(const Graph& g, const Plan& plan, const std::string& b
       desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
       continue;
     }
+    if (step.kind == StepKind::kConv) {
+      desc += (k++ ? "; " : "") + describe_conv(g.nodes[step.node].conv);
+      continue;
+    }
     if (step.kind != StepKind::kKernel) continue;
     const KernelGroup& G = plan.groups[step.group];
     desc += (k++ ? "; " : "") +
@@ -439,9 +469,8 @@ util::Result<std::string> plan_candidates(const Graph& g, const Plan& plan, cons
                                           const json& plan_point, const std::string& pattern,
                                           size_t plan_rank, std::vector<Ranked>& out) {
   const auto features = plan_features(g, plan);
-  static const std::array<const char*, 3> kKinds = {"pointwise", "row", "gemm"};
-  std::array<const Skill*, 3> used{};
-  std::array<std::vector<json>, 3> spaces;
+  std::array<const Skill*, kKinds.size()> used{};
+  std::array<std::vector<json>, kKinds.size()> spaces;
   std::string skill_id;
   for (size_t k = 0; k < kKinds.size(); ++k) {
     spaces[k] = {json::object()};
@@ -455,8 +484,11 @@ util::Result<std::string> plan_candidates(const Graph& g, const Plan& plan, cons
   }
   const std::string desc = describe_plan(g, plan, r.backend);
   const size_t before = out.size();
-  for (const auto& combo :
-       by_rank_sum({spaces[0].size(), spaces[1].size(), spaces[2].size()}, r.want)) {
+  std::vector<size_t> sizes;
+  for (const auto& sp : spaces) sizes.push_back(sp.size());
+  if (std::find(sizes.begin(), sizes.end(), size_t{0}) != sizes.end())
+    return "no point of the parameter space applies to these shapes";
+  for (const auto& combo : by_rank_sum(sizes, r.want)) {
     json kparams = json::object();
     json shown = json::object();
     bool fast = false;
@@ -469,7 +501,8 @@ util::Result<std::string> plan_candidates(const Graph& g, const Plan& plan, cons
     if (!plan_point.empty()) shown["plan"] = plan_point;
     kparams["fast_math"] = fast;
     Ranked c;
-    c.rank = plan_rank + combo[0] + combo[1] + combo[2];
+    c.rank = plan_rank;
+    for (size_t i : combo) c.rank += i;
     c.candidate.pattern = pattern;
     c.candidate.skill = skill_id;
     c.candidate.params = shown;

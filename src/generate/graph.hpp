@@ -4,9 +4,12 @@
 // min, prod, argmax, argmin over contiguous dims), matrix products (Gemm: transposes, batches and
 // a kept triangle folded in; matrix-vector products and diagonal matrices become elementwise ops
 // and reductions), vendor ops kept as PyTorch calls, and views (reshape; permute and diag only as
-// a product's operand). Plain values; built by lower(), read-only afterwards.
+// a product's operand); convolutions (Conv: 1-3d, standard or transposed, strided, padded, dilated,
+// grouped, with an optional bias) are a sixth. Plain values; built by lower(), read-only
+// afterwards.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -49,7 +52,7 @@ struct Value {
   int producer = -1;  // node index for kNode
 };
 
-enum class NodeKind { kElementwise, kReduce, kVendor, kView, kGemm };
+enum class NodeKind { kElementwise, kReduce, kVendor, kView, kGemm, kConv };
 
 // Which entries of a product a tril/triu keeps: j - i <= diagonal (lower) or >= diagonal (upper);
 // the others are zero.
@@ -73,6 +76,36 @@ struct Gemm {
   int64_t batch_stride_a() const { return batch_a ? m * k : 0; }
   int64_t batch_stride_b() const { return batch_b ? k * n : 0; }
 };
+// A 1-3d convolution, standard or transposed, over contiguous NC(D)(H)W tensors. Spatial dims are
+// aligned right in 3-element arrays (a 2d conv has d extents of 1, stride and dilation 1, padding
+// 0), so one kernel serves every rank. pad is the leading padding of each dim; the trailing side
+// follows from the output extent. Standard: out[o] = sum over k of x[o * stride - pad + k * dil]
+// with weight [cout, cin / groups, k...]. Transposed, as a gather: out[o] = sum over (i, k) with
+// o = i * stride - pad + k * dil of x[i], with weight [cin, cout / groups, k...].
+struct Conv {
+  int dims = 2;  // 1, 2 or 3 as the reference wrote it
+  int64_t batch = 1, cin = 1, cout = 1, groups = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1};
+  std::array<int64_t, 3> stride{1, 1, 1}, pad{0, 0, 0}, dil{1, 1, 1};
+  bool transposed = false;
+  bool bias = false;  // args[2] is the bias [cout]
+  int64_t cin_g() const { return cin / groups; }
+  int64_t cout_g() const { return cout / groups; }
+  int64_t taps() const { return k[0] * k[1] * k[2]; }
+  int64_t in_pixels() const { return in[0] * in[1] * in[2]; }
+  int64_t out_pixels() const { return out[0] * out[1] * out[2]; }
+  bool depthwise() const { return cin_g() == 1 && cout_g() == 1 && groups > 1; }
+  bool pointwise() const {
+    return taps() == 1 && !transposed && stride == std::array<int64_t, 3>{1, 1, 1} &&
+           pad == std::array<int64_t, 3>{0, 0, 0};
+  }
+  // Multiply-adds of the whole convolution (transposed: every (input, tap) pair).
+  int64_t macs() const {
+    return transposed ? batch * cin * cout_g() * taps() * in_pixels()
+                      : batch * cout * cin_g() * taps() * out_pixels();
+  }
+};
+
 enum class ReduceKind { kSum, kMax, kMin, kProd, kArgmax, kArgmin };
 const char* reduce_name(ReduceKind k);
 
@@ -87,6 +120,7 @@ struct Node {
   int out = -1;
   std::string origin;  // the IR op this came from (softmax, layer_norm, relu...)
   Gemm gemm;           // kGemm: args = {A, B}
+  Conv conv;           // kConv: args = {x, weight, bias | None}
 };
 
 // A forward argument that get_inputs() gives as a Python number: the graph uses its value.

@@ -196,7 +196,7 @@ const std::map<std::string, Lowering>& lowerings() {
       {"vendor", lower_vendor},         {"matmul", lower_matmul},
       {"permute", lower_permute},       {"diag", lower_diag},
       {"triangle", lower_triangle},     {"norm", lower_norm_family},
-      {"loss", lower_loss_family},
+      {"loss", lower_loss_family},      {"conv", lower_conv},
   };
   return kByFamily;
 }

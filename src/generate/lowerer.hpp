@@ -116,5 +116,7 @@ int lower_pow(Lowerer& l, Operand a, Operand b, const std::string& name);
 // Families lowered by lower_norm.cpp: norm (batch_norm, instance_norm, group_norm) and loss.
 int lower_norm_family(Lowerer& l, const IrNode& n);
 int lower_loss_family(Lowerer& l, const IrNode& n);
+// The family lowered by lower_conv.cpp: conv (1-3d, standard or transposed) as a Conv node.
+int lower_conv(Lowerer& l, const IrNode& n);
 
 }  // namespace ok::generate::lowering

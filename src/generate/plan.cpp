@@ -64,6 +64,11 @@ class Planner {
         plan_.steps.push_back(Step{StepKind::kGemm, ni, -1});
         continue;
       }
+      if (n.kind == NodeKind::kConv) {
+        close();
+        plan_.steps.push_back(Step{StepKind::kConv, ni, -1});
+        continue;
+      }
       if (n.kind == NodeKind::kVendor) {
         close();
         plan_.steps.push_back(Step{StepKind::kVendor, ni, -1});
@@ -229,6 +234,7 @@ class Planner {
       std::string p = s.kind == StepKind::kVendor   ? "vendor"
                       : s.kind == StepKind::kKernel ? plan_.groups[s.group].pattern
                       : s.kind == StepKind::kGemm   ? gemm_pattern(g_.nodes[s.node].gemm)
+                      : s.kind == StepKind::kConv   ? conv_pattern(g_.nodes[s.node].conv)
                                                     : "";
       if (p.empty() || (!parts.empty() && parts.back() == p)) continue;
       parts.push_back(p);
@@ -287,6 +293,10 @@ class Planner {
     return gm.triangle == Triangle::kLower   ? "gemm:tril"
            : gm.triangle == Triangle::kUpper ? "gemm:triu"
                                              : "gemm";
+  }
+
+  static std::string conv_pattern(const Conv& c) {
+    return c.transposed ? "conv:transposed" : c.depthwise() ? "conv:depthwise" : "conv";
   }
 
   const Graph& g_;

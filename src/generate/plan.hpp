@@ -1,7 +1,8 @@
 // Partitioning a primitive graph into steps: vendor calls, views, matrix products (one GEMM
 // kernel each), and fused kernel groups. Nodes whose value nothing reads are dropped first (a
 // product a tril/triu replaced, a transpose folded into a product); a permute or diag view that is
-// still read is reported unsupported, since only a product reads those.
+// still read is reported unsupported, since only a product reads those. A convolution is a step of
+// its own (one conv kernel each).
 //
 // A kernel group is either pointwise (elementwise ops over one element count) or a row group: a
 // tensor viewed as [outer, R, inner] with reductions over R, values of two classes (kRow: one per
@@ -39,11 +40,11 @@ struct KernelGroup {
   bool produces(int v) const { return cls.contains(v); }
 };
 
-enum class StepKind { kVendor, kView, kKernel, kGemm };
+enum class StepKind { kVendor, kView, kKernel, kGemm, kConv };
 
 struct Step {
   StepKind kind = StepKind::kKernel;
-  int node = -1;   // vendor/view/gemm
+  int node = -1;   // vendor/view/gemm/conv
   int group = -1;  // kernel
 };
 

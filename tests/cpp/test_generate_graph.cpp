@@ -91,6 +91,20 @@ json minimal(const std::string& family, const std::string& op) {
     json args = op == "triplet_margin_loss" ? json{x, x, x} : json{x, x};
     return one_node(op, args, {{"reduction", "mean"}}, json::array());
   }
+  if (family == "conv") {  // x as [4 batches, 8 channels, length 1] through a 1x1 conv
+    json ir = one_node(op, {x, {{"attr", "w"}}, {{"value", nullptr}}},
+                       {{"dims", 1},
+                        {"stride", {1}},
+                        {"padding", {0}},
+                        {"dilation", {1}},
+                        {"groups", 1},
+                        {"transposed", false},
+                        {"output_padding", {0}}},
+                       {4, 2, 1});
+    ir["inputs"][0]["shape"] = {4, 8, 1};
+    ir["attrs"] = {{{"name", "w"}, {"shape", {2, 8, 1}}, {"dtype", "float32"}}};
+    return ir;
+  }
   json kwargs = op == "clamp" ? json{{"min", 0.0}} : json::object();
   return one_node(op, {x}, kwargs, {4, 8});
 }

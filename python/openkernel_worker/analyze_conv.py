@@ -1,0 +1,59 @@
+"""The `conv` family of `analyze`: F.conv1d-3d, F.conv_transpose1d-3d and the nn.Conv / nn.ConvTranspose
+modules (analyze_ops.conv_module_form) as one canonical op of docs/graph-ir.md,
+`conv {dims, stride, padding, dilation, groups, transposed, output_padding}` over
+[input, weight, bias | None], every per-dim parameter a list of `dims` ints.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .analyze_builder import Builder, Unsupported
+from .analyze_ops import Spec
+
+
+def _per_dim(builder: Builder, b: dict[str, Any], name: str, dims: int) -> list[int]:
+    """An int for every dim or a sequence of `dims` ints, as a list."""
+    v = builder.constant(b.get(name, 0), name)
+    v = [v] * dims if isinstance(v, int) and not isinstance(v, bool) else list(v)
+    if len(v) != dims or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        raise Unsupported(f"{name}={v!r} is not {dims} ints")
+    return [int(i) for i in v]
+
+
+def _padding(builder: Builder, b: dict[str, Any], dims: int, dilation: list[int],
+             kernel: list[int]) -> list[int]:
+    """The leading padding of each dim; "valid" is none and "same" half the kernel's span, which
+    is reported where torch would pad one side more than the other."""
+    padding = builder.constant(b["padding"], "padding")
+    if padding == "valid":
+        return [0] * dims
+    if padding == "same":
+        total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+        if any(t % 2 for t in total):
+            raise Unsupported("padding='same' pads one side more than the other here")
+        return [t // 2 for t in total]
+    if isinstance(padding, str):
+        raise Unsupported(f"padding={padding!r}")
+    return _per_dim(builder, b, "padding", dims)
+
+
+def conv_node(builder: Builder, spec: Spec, b: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The IR args and kwargs of one convolution from its bound arguments `b`."""
+    dims, transposed = spec.fixed["dims"], spec.fixed["transposed"]
+    x, w, bias = b["input"], b["weight"], b["bias"]
+    args = [builder.tensor_arg(x, "the input"), builder.tensor_arg(w, "the weight"),
+            builder.tensor_arg(bias, "the bias") if bias is not None else {"value": None}]
+    kernel = [int(k) for k in builder.tensor_info(w).shape[2:]]
+    if len(kernel) != dims:
+        raise Unsupported(f"a conv{dims}d weight of shape {builder.tensor_info(w).shape}")
+    stride = _per_dim(builder, b, "stride", dims)
+    dilation = _per_dim(builder, b, "dilation", dims)
+    groups = builder.constant(b["groups"], "groups")
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise Unsupported(f"groups={groups!r} is not an int")
+    kwargs = {"dims": dims, "stride": stride,
+              "padding": _padding(builder, b, dims, dilation, kernel), "dilation": dilation,
+              "groups": groups, "transposed": transposed,
+              "output_padding": _per_dim(builder, b, "output_padding", dims) if transposed
+              else [0] * dims}
+    return args, kwargs

@@ -1,0 +1,238 @@
+// Convolution kernels for the three backends, from the conv skills
+// (data/skills/{cpu,triton,cuda}_conv.json): one kernel per Conv node, its shapes, strides,
+// padding, dilation and groups baked in as constants (spatial dims aligned right in three, so one
+// template serves 1d, 2d and 3d); the forward lines allocate the output and launch it. The bias is
+// the first user of each template's epilogue slot: statements run on every accumulated value
+// before its store (a level-2 tail goes there too).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "generate/emit.hpp"
+
+namespace ok::generate {
+
+namespace {
+
+using nlohmann::json;
+
+const int64_t kInt32Limit = (int64_t{1} << 31) - (int64_t{1} << 24);
+
+// The shape and parameter slots every conv template shares.
+json shape_context(const Conv& c, const std::string& name) {
+  auto s = [](int64_t v) { return std::to_string(v); };
+  json ctx = {{"name", name},
+              {"N", s(c.batch)},
+              {"CIN", s(c.cin)},
+              {"COUT", s(c.cout)},
+              {"G", s(c.groups)},
+              {"CIN_G", s(c.cin_g())},
+              {"COUT_G", s(c.cout_g())},
+              {"TAPS", s(c.taps())},
+              {"K_TOTAL", s(c.cin_g() * c.taps())},
+              {"M_TOTAL", s(c.batch * c.out_pixels())},
+              {"transposed", c.transposed ? "true" : "false"},
+              {"TRANSPOSED", c.transposed ? "True" : "False"},
+              {"has_bias", c.bias},
+              {"work", s(c.macs())}};
+  const char* dims[] = {"D", "H", "W"};
+  for (int d = 0; d < 3; ++d) {
+    ctx[fmt::format("I{}", dims[d])] = s(c.in[d]);
+    ctx[fmt::format("O{}", dims[d])] = s(c.out[d]);
+    ctx[fmt::format("K{}", dims[d])] = s(c.k[d]);
+    ctx[fmt::format("S{}", dims[d])] = s(c.stride[d]);
+    ctx[fmt::format("P{}", dims[d])] = s(c.pad[d]);
+    ctx[fmt::format("D{}", dims[d])] = s(c.dil[d]);
+  }
+  return ctx;
+}
+
+// Whether any offset into x, the weight or y may pass int32 (masked lanes a block beyond).
+bool needs_int64(const Conv& c) {
+  const int64_t x = c.batch * c.cin * c.in_pixels(), y = c.batch * c.cout * c.out_pixels();
+  return std::max({x, y, c.cin * c.cout_g() * c.taps()}) + 4096 >= kInt32Limit;
+}
+
+std::string alloc(const Graph& g, const Node& n) {
+  return fmt::format("{} = _ok_torch.empty({}, device={}.device, dtype=_ok_torch.float32)",
+                     py_name(g, n.out), shape_str(g.values[n.out].shape),
+                     py_name(g, n.args[0].value));
+}
+
+// The kernel's pointer arguments in forward: x, weight, [bias,] y.
+std::vector<std::string> tensors(const Graph& g, const Node& n) {
+  std::vector<std::string> out = {py_name(g, n.args[0].value), py_name(g, n.args[1].value)};
+  if (n.conv.bias) out.push_back(py_name(g, n.args[2].value));
+  out.push_back(py_name(g, n.out));
+  return out;
+}
+
+std::string pointers(const Graph& g, const Node& n) {
+  std::string out;
+  for (const auto& t : tensors(g, n))
+    out += (out.empty() ? "" : ", ") + fmt::format("_ok_ptr({})", t);
+  return out;
+}
+
+// The epilogue on the accumulated value `v` of output channel `co` (C++ and CUDA).
+std::string cpp_epilogue(const Conv& c, int spaces) {
+  std::vector<std::string> lines;
+  if (c.bias) lines.push_back("v += bias[co];");
+  return lines_at(lines, spaces);
+}
+
+KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+  const std::string name = fmt::format("ok_conv_{}", index);
+  json ctx = shape_context(n.conv, name);
+  for (const char* k : {"BCO", "BW"}) ctx[k] = std::to_string(p.at(k).get<int>());
+  ctx["schedule"] = p.value("schedule", "static");
+  ctx["epilogue"] = cpp_epilogue(n.conv, 8);
+  return {render_skill(skills, "cpu", "conv", "kernel", ctx) + "\n",
+          {alloc(g, n), fmt::format("_ok_lib.{}({})", name, pointers(g, n))}};
+}
+
+KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+  const Conv& c = n.conv;
+  const std::string name = fmt::format("_ok_conv_{}", index);
+  json ctx = shape_context(c, name);
+  const bool direct = p.value("form", "gemm") == "direct";
+  for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK", "num_warps", "num_stages"})
+    ctx[k] = std::to_string(p.at(k).get<int>());
+  ctx["cast"] = needs_int64(c) ? ".to(tl.int64)" : "";
+  ctx["epilogue"] = c.bias
+                        ? (direct ? "    acc += tl.load(b_ptr + co, mask=mask, other=0.0)"
+                                  : "    acc += tl.load(b_ptr + co, mask=n_ok, other=0.0)[None, :]")
+                        : "";
+  std::vector<std::string> args = tensors(g, n);
+  std::string joined;
+  for (const auto& a : args) joined += a + ", ";
+  ctx["args"] = joined;
+  const int64_t bm = p.at("BLOCK_M").get<int64_t>(), bn = p.at("BLOCK_N").get<int64_t>();
+  ctx["grid"] = direct ? fmt::format("({},)", (c.batch * c.cout * c.out_pixels() +
+                                               p.at("BLOCK").get<int64_t>() - 1) /
+                                                  p.at("BLOCK").get<int64_t>())
+                       : fmt::format("({}, {}, {})", (c.batch * c.out_pixels() + bm - 1) / bm,
+                                     (c.cout_g() + bn - 1) / bn, c.groups);
+  const char* form = direct ? "direct" : "gemm";
+  std::string device = render_skill(skills, "triton", "conv", "prelude", json::object()) +
+                       "\n\n\n" + render_skill(skills, "triton", "conv", form, ctx) + "\n";
+  std::vector<std::string> lines = {alloc(g, n)};
+  for (auto& l :
+       split_lines(render_skill(skills, "triton", "conv", fmt::format("launch_{}", form), ctx)))
+    lines.push_back(std::move(l));
+  return {device, lines};
+}
+
+KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+  const Conv& c = n.conv;
+  const std::string name = fmt::format("ok_conv_{}", index);
+  json ctx = shape_context(c, name);
+  const int64_t threads = p.at("threads").get<int64_t>(), tco = p.at("TCO").get<int64_t>();
+  ctx["threads"] = std::to_string(threads);
+  ctx["TCO"] = std::to_string(tco);
+  // Input channels whose weights (TCO channels x taps) are staged at once: at most 32 KiB.
+  ctx["CHUNK"] = std::to_string(
+      std::clamp<int64_t>(8192 / std::max<int64_t>(1, c.taps() * tco), 1, c.cin_g()));
+  ctx["epilogue"] = cpp_epilogue(c, 6);
+  ctx["launcher"] = fmt::format("ok_launch_conv_{}", index);
+  ctx["grid_x"] = std::to_string((c.batch * c.out_pixels() + threads - 1) / threads);
+  ctx["grid_y"] = std::to_string(c.groups * ((c.cout_g() + tco - 1) / tco));
+  std::string code = render_skill(skills, "cuda", "conv", "kernel", ctx) + "\n" +
+                     render_skill(skills, "cuda", "conv", "launcher", ctx) + "\n";
+  return {code,
+          {alloc(g, n), fmt::format("_ok_check(_ok_lib.ok_launch_conv_{}({}, _ok_stream()))", index,
+                                    pointers(g, n))}};
+}
+
+double log2_distance(double a, double b) {
+  return std::fabs(std::log2(a) - std::log2(b));
+}
+
+bool cpu_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
+  const int64_t bco = p.at("BCO").get<int64_t>(), bw = p.at("BW").get<int64_t>();
+  if (bco > next_pow2(c.cout_g()) || bw > std::max<int64_t>(16, next_pow2(c.out[2]))) return false;
+  // Dynamic scheduling only where tasks differ: a transposed conv's taps that miss the stride.
+  const bool uneven = c.transposed && (c.stride[0] > 1 || c.stride[1] > 1 || c.stride[2] > 1);
+  if (!uneven && p.at("schedule") != s.params["schedule"][0]) return false;
+  score += log2_distance(static_cast<double>(bco),
+                         static_cast<double>(std::min<int64_t>(8, c.cout_g())));
+  score += log2_distance(static_cast<double>(bw),
+                         static_cast<double>(std::clamp<int64_t>(next_pow2(c.out[2]), 16, 64)));
+  return true;
+}
+
+// Triton: the implicit GEMM (M = output pixels, N = output channels of a group, K = input
+// channels of a group x taps) wants N and K of 16 or more for tl.dot; the direct kernel suits the
+// depthwise and other thin convolutions. Parameters of the other form keep their first value.
+bool triton_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
+  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
+  auto first = [&](const char* k) { return p.at(k) == s.params[k][0]; };
+  const bool direct = p.at("form") == "direct";
+  const bool thin = c.cout_g() < 16 || c.cin_g() * c.taps() < 16;
+  if (direct) {
+    if (!first("BLOCK_M") || !first("BLOCK_N") || !first("BLOCK_K") || !first("num_stages"))
+      return false;
+    score += thin ? -8 : 8;
+    score += log2_distance(static_cast<double>(at("num_warps")),
+                           std::clamp(static_cast<double>(at("BLOCK")) / 128.0, 2.0, 8.0));
+    return true;
+  }
+  if (!first("BLOCK")) return false;
+  const int64_t bm = at("BLOCK_M"), bn = at("BLOCK_N"), bk = at("BLOCK_K");
+  if (bm > std::max<int64_t>(16, next_pow2(c.batch * c.out_pixels())) ||
+      bn > std::max<int64_t>(16, next_pow2(c.cout_g())) ||
+      bk > std::max<int64_t>(16, next_pow2(c.cin_g() * c.taps())))
+    return false;
+  if ((bm + bn) * bk * 4 * at("num_stages") > 200 * 1024) return false;  // shared memory
+  if (bm * bn / (32 * at("num_warps")) > 256) return false;              // accumulator registers
+  score += log2_distance(static_cast<double>(at("num_warps")),
+                         std::clamp(static_cast<double>(bm * bn) / 2048.0, 2.0, 8.0));
+  return true;
+}
+
+bool cuda_admissible(const json& p, const Conv& c, double& score) {
+  const int64_t tco = p.at("TCO").get<int64_t>(), threads = p.at("threads").get<int64_t>();
+  if (tco > next_pow2(c.cout_g())) return false;
+  if (c.taps() * tco > 8192) return false;  // one input channel's weights in 32 KiB
+  score += log2_distance(static_cast<double>(tco),
+                         static_cast<double>(std::min<int64_t>(8, next_pow2(c.cout_g()))));
+  // Small outputs: fewer threads per block, more blocks.
+  if (c.batch * c.out_pixels() < 132 * threads) score += 1;
+  return true;
+}
+
+}  // namespace
+
+bool conv_admissible(const Skill& s, json& p, const Conv& c, double& score) {
+  if (s.backend == "cpu") return cpu_admissible(s, p, c, score);
+  if (s.backend == "triton") return triton_admissible(s, p, c, score);
+  return cuda_admissible(p, c, score);
+}
+
+std::string describe_conv(const Conv& c) {
+  auto dims = [&c](const std::array<int64_t, 3>& v) {
+    std::string out;
+    for (int d = 3 - c.dims; d < 3; ++d) out += (out.empty() ? "" : "x") + std::to_string(v[d]);
+    return out;
+  };
+  std::string out = fmt::format("conv{}d{} {} -> {} channels, kernel {}, out {} x {}", c.dims,
+                                c.transposed ? " transposed" : "", c.cin, c.cout, dims(c.k),
+                                c.batch, dims(c.out));
+  if (c.stride != std::array<int64_t, 3>{1, 1, 1}) out += ", stride " + dims(c.stride);
+  if (c.pad != std::array<int64_t, 3>{0, 0, 0}) out += ", padding " + dims(c.pad);
+  if (c.dil != std::array<int64_t, 3>{1, 1, 1}) out += ", dilation " + dims(c.dil);
+  if (c.groups > 1) out += fmt::format(", {} groups", c.groups);
+  if (c.depthwise()) out += " (depthwise)";
+  if (c.bias) out += ", bias";
+  return out;
+}
+
+KernelCode emit_conv(const Graph& g, const Node& n, int index, const std::string& backend,
+                     const Skills& skills, const json& params) {
+  if (backend == "cpu") return cpu(g, n, index, skills, params);
+  if (backend == "triton") return triton(g, n, index, skills, params);
+  return cuda(g, n, index, skills, params);
+}
+
+}  // namespace ok::generate

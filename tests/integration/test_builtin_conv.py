@@ -1,0 +1,117 @@
+"""The builtin generator's convolutions end to end on the CPU backend: `openkernel optimize --model
+builtin` on KernelBench level 1's convolution problems (50, 54-87) at reduced sizes (the overrides
+of tests/fixtures/generate/conv_problems.tsv) must come back `correct`, with a candidate that
+computes the convolution itself (no torch conv call and no submodule call in ModelNew.forward).
+The default suite runs one problem of each kind; all 35 carry the `slow` marker.
+
+    /usr/bin/python3 -m pytest -q tests/integration/test_builtin_conv.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from locations import BINARY, PYTHON, ROOT
+
+KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
+                   or ROOT.parent / "shared/kernelbench")
+TABLE = ROOT / "tests/fixtures/generate/conv_problems.tsv"
+# 2d with a bias, stride 4 and padding; 3d asymmetric; 1d transposed; 3d transposed strided,
+# padded and grouped; 2d transposed strided, padded, dilated and grouped; depthwise;
+# depthwise-separable (two convolutions).
+CHOSEN = ["conv50_stride4_bias", "conv60_3d_asym", "conv64_t1d", "conv72_t3d_grouped",
+          "conv75_t2d_all", "conv85_depthwise_asym", "conv86_separable"]
+VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.)?conv|F\.conv|self\.\w+\(|_ok_attr\(self, ")
+
+pytestmark = [
+    pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}"),
+    pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}"),
+]
+
+
+def problems() -> dict[str, tuple[str, list[str]]]:
+    rows = {}
+    for line in TABLE.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, ref, sets = line.split("\t")
+            rows[name] = (ref.removeprefix("kb:"), sets.split())
+    return rows
+
+
+def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> None:
+    """One builtin attempt on the CPU; asserts it is correct and computes the conv itself."""
+    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("OPENKERNEL_API_KEY", None)
+    args = [str(BINARY), "optimize", "--db", str(tmp_path / "db.sqlite"), "--reference",
+            str(reference), "--backend", "cpu", "--model", "builtin", "--iterations", "1",
+            "--json", "--out", str(tmp_path / "out"), "--trials", "2", "--timing-budget", "0.3",
+            "--timeout", "120"]
+    for s in sets:
+        args += ["--set", s]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr
+    report = json.loads([line for line in p.stdout.splitlines() if line.strip()][-1])
+    assert report["verdict"] == "correct", json.dumps(report["history"], indent=1)
+    assert all(h["generator"] == "builtin" for h in report["history"])
+    source = Path(report["best_candidate"]).read_text()
+    forward = source[source.index("class ModelNew(Model):"):]
+    assert not VENDOR.search(forward), forward
+
+
+@pytest.mark.parametrize("name", CHOSEN)
+def test_builtin_conv_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
+    ref, sets = problems()[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(problems()) - set(CHOSEN)))
+def test_every_level1_conv_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
+    ref, sets = problems()[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+
+
+# Functional forms: F.conv2d with a bias, padding="same", groups and dilation, then a
+# conv_transpose1d of an input weight with output_padding, a bias and a pointwise tail.
+FUNCTIONAL = {
+    "same_grouped_bias": ("return F.conv2d(x, self.w, self.b, padding='same', dilation=2, groups=2)",
+                          "torch.randn(6, 2, 3, 5)", "torch.randn(6)", "torch.randn(2, 4, 9, 11)"),
+    "transposed_tail": ("return torch.relu(F.conv_transpose1d(x, self.w, self.b, stride=3, "
+                        "padding=2, output_padding=1, dilation=2)) * 2.0",
+                        "torch.randn(4, 5, 3)", "torch.randn(5)", "torch.randn(2, 4, 17)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL))
+def test_functional_convs_are_correct(tmp_path: Path, name: str) -> None:
+    body, weight, bias, x = FUNCTIONAL[name]
+    ref = tmp_path / f"{name}.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter({weight})
+        self.b = nn.Parameter({bias})
+
+    def forward(self, x):
+        {body}
+
+
+def get_inputs():
+    return [{x}]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [])
