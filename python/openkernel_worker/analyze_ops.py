@@ -91,6 +91,9 @@ def table_entries() -> Entries:
     yield from _elementwise_entries()
     yield from _reduction_entries()
     yield from _row_shape_and_vendor_entries()
+    from .analyze_window import window_entries
+
+    yield from window_entries()
 
 
 def _elementwise_entries() -> Entries:
@@ -280,4 +283,9 @@ def module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
         bias = AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None
         return F.layer_norm, {"normalized_shape": list(mod.normalized_shape), "weight": weight,
                               "bias": bias, "eps": mod.eps}
+    from .analyze_window import window_module_form
+
+    found = window_module_form(mod)
+    if found is not None:
+        return found
     return None

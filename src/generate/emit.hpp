@@ -137,6 +137,12 @@ KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skil
 KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string& backend,
                      const Skills& skills, const nlohmann::json& params);
 
+// One window step (a kWindow pooling or scan node, or an argmax/argmin reduction) on `backend`,
+// from its window skill with `params` (that skill's point); the launch lines allocate the output
+// and run the kernel.
+KernelCode emit_window(const Graph& g, const Node& n, int index, const std::string& backend,
+                       const Skills& skills, const nlohmann::json& params);
+
 // Renders a kernel skill's template, throwing EmitError on failure.
 std::string render_skill(const Skills& skills, const std::string& backend,
                          const std::string& pattern, const std::string& name,

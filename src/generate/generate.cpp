@@ -27,6 +27,10 @@ struct Features {
   int64_t outer = 1;
   bool transcendental = false;
   Gemm gemm;  // the largest matrix product
+  // The largest window step: its kind (pool, scan, argreduce) and [outer, len, inner] view (pool:
+  // outer = the output's element count).
+  std::string window;
+  int64_t win_outer = 1, win_len = 1, win_inner = 1;
 };
 
 int64_t cdiv(int64_t a, int64_t b) {
@@ -75,6 +79,40 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, double& scor
   return true;
 }
 
+// The window skills' admissible points: BLOCK_J (Triton) only where an inner extent > 1 uses it,
+// tiles no larger than the work rounded up, schedule (CPU) only for pooling, items (CUDA) only
+// for row scans; prior: a Triton program of about 8-16 elements per thread.
+bool window_admissible(const Skill& s, const json& p, const Features& f, double& score) {
+  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
+  auto first = [&](const char* k) { return p.at(k) == s.params[k][0]; };
+  const bool columns = f.window != "pool" && f.win_inner > 1;
+  if (s.backend == "cpu") {
+    if (f.window != "pool" && !first("schedule")) return false;
+    if (!columns && !first("tile")) return false;
+    if (f.window != "scan" && !first("block")) return false;
+    return true;
+  }
+  if (s.backend == "triton") {
+    const int64_t block = at("BLOCK"), bj = at("BLOCK_J"), warps = at("num_warps");
+    if (!columns && bj != 1) return false;
+    if (columns && (bj == 1 || bj > std::max<int64_t>(16, next_pow2(f.win_inner)))) return false;
+    if (f.window == "scan" && columns && !first("BLOCK")) return false;
+    if (f.window == "argreduce" && block / bj < 2) return false;
+    const int64_t work = f.window == "pool" ? f.win_outer : f.win_len * (columns ? bj : 1);
+    if (block > std::max<int64_t>(256, next_pow2(work))) return false;
+    const int64_t elems = f.window == "scan" && columns ? bj : block;
+    score += 2 * log2_distance(static_cast<double>(warps),
+                               std::clamp(static_cast<double>(elems) / 256.0, 1.0, 16.0));
+    return warps * 32 <= std::max<int64_t>(64, elems);
+  }
+  const int64_t threads = at("threads");
+  const bool rows_scan = f.window == "scan" && !columns;
+  if (!rows_scan && !first("items")) return false;
+  if (rows_scan && threads * at("items") > std::max<int64_t>(512, next_pow2(f.win_len)))
+    return false;
+  return true;
+}
+
 // Every combination of a skill's parameter axes, in axis order.
 std::vector<json> product(const json& axes) {
   std::vector<json> out{json::object()};
@@ -103,6 +141,7 @@ int axis_rank(const json& axes, const json& p) {
 bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
   if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, score);
+  if (s.pattern == "window") return window_admissible(s, p, f, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
   if (s.id == "cpu-row") {
     if (f.inner == 1 && p["tile"] != s.params["tile"][0]) return false;  // tile is for inner > 1
@@ -191,17 +230,29 @@ std::vector<json> space(const Skill& s, const Features& f, uint64_t seed) {
 
 // Index tuples into spaces of `sizes`, by increasing sum of indices (the best prior of each
 // first), earlier spaces varying first within a sum; at most `limit` (0: all).
-std::vector<std::array<size_t, 3>> by_rank_sum(const std::array<size_t, 3>& sizes, size_t limit) {
-  std::vector<std::array<size_t, 3>> out;
-  const size_t top = sizes[0] + sizes[1] + sizes[2];
+template <size_t N>
+std::vector<std::array<size_t, N>> by_rank_sum(const std::array<size_t, N>& sizes, size_t limit) {
+  std::vector<std::array<size_t, N>> out;
+  std::array<size_t, N> cur{};
+  size_t top = 0;
+  for (size_t s : sizes) top += s;
+  // Tuples of index sum `left` over spaces k.. (the last space takes what is left).
+  std::function<bool(size_t, size_t)> fill = [&](size_t k, size_t left) {
+    if (k + 1 == N) {
+      if (left >= sizes[k]) return true;
+      if (limit && out.size() >= limit) return false;
+      cur[k] = left;
+      out.push_back(cur);
+      return true;
+    }
+    for (size_t v = 0; v <= left && v < sizes[k]; ++v) {
+      cur[k] = v;
+      if (!fill(k + 1, left - v)) return false;
+    }
+    return true;
+  };
   for (size_t s = 0; s < top; ++s)
-    for (size_t i = 0; i <= s && i < sizes[0]; ++i)
-      for (size_t j = 0; j <= s - i && j < sizes[1]; ++j) {
-        const size_t r = s - i - j;
-        if (r >= sizes[2]) continue;
-        if (limit && out.size() >= limit) return out;
-        out.push_back({i, j, r});
-      }
+    if (!fill(0, s)) break;
   return out;
 }
 
@@ -214,6 +265,27 @@ std::string describe_gemm(const Gemm& gm) {
   if (gm.triangle != Triangle::kNone)
     out += gm.triangle == Triangle::kLower ? ", lower triangle" : ", upper triangle";
   return out;
+}
+
+// Keeps in f the window step n when its work is the largest yet.
+bool window_features(const Graph& g, const Node& n, Features& f) {
+  const WindowShape w = window_shape(g, n);
+  if (f.window.empty() || w.outer * w.len * w.inner > f.win_outer * f.win_len * f.win_inner) {
+    f.window = w.kind;
+    f.win_outer = w.outer;
+    f.win_len = w.len;
+    f.win_inner = w.inner;
+  }
+  return true;
+}
+
+// "scan:sum over [4, 100, 1]", "pool:max (2, 3, 37) from (2, 3, 50)": one line for humans.
+std::string describe_window(const Graph& g, const Node& n) {
+  const WindowShape w = window_shape(g, n);
+  if (w.kind == "pool")
+    return fmt::format("{} {} from {}", window_pattern(n), shape_str(g.values[n.out].shape),
+                       shape_str(g.values[n.args[0].value].shape));
+  return fmt::format("{} over [{}, {}, {}]", window_pattern(n), w.outer, w.len, w.inner);
 }
 
 bool identifier_path(const std::string& path) {
@@ -331,6 +403,11 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
                                   kparams.value("gemm", json::object()));
       device += code.device + "\n";
       for (auto& l : code.launch) fwd.push_back(std::move(l));
+    } else if (step.kind == StepKind::kWindow) {
+      KernelCode code = emit_window(g, g.nodes[step.node], step.node, backend, skills,
+                                    kparams.value("window", json::object()));
+      device += code.device + "\n";
+      for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kView) {
       const Node& n = g.nodes[step.node];
       fwd.push_back(fmt::format("{} = {}.reshape({})", py_name(g, n.out),
@@ -393,8 +470,8 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
   const Plan& plan = planned.plan;
   out.pattern = plan.pattern;
 
-  Features pf, rf, gf;
-  bool any_pointwise = false, any_row = false, any_gemm = false;
+  Features pf, rf, gf, wf;
+  bool any_pointwise = false, any_row = false, any_gemm = false, any_window = false;
   for (const auto& step : plan.steps) {
     if (step.kind != StepKind::kGemm) continue;
     const Gemm& gm = g.nodes[step.node].gemm;
@@ -403,6 +480,8 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
       gf.gemm = gm;
     any_gemm = true;
   }
+  for (const auto& step : plan.steps)
+    if (step.kind == StepKind::kWindow) any_window |= window_features(g, g.nodes[step.node], wf);
   for (const auto& G : plan.groups) {
     if (G.row) {
       any_row = true;
@@ -419,10 +498,13 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
     }
   }
   // One parameter space per kind of kernel in the plan (a single empty point where it has none).
-  const std::array<std::pair<const char*, std::pair<bool, const Features*>>, 3> kinds = {
-      {{"pointwise", {any_pointwise, &pf}}, {"row", {any_row, &rf}}, {"gemm", {any_gemm, &gf}}}};
-  std::array<const Skill*, 3> used{};
-  std::array<std::vector<json>, 3> spaces;
+  const std::array<std::pair<const char*, std::pair<bool, const Features*>>, 4> kinds = {
+      {{"pointwise", {any_pointwise, &pf}},
+       {"row", {any_row, &rf}},
+       {"gemm", {any_gemm, &gf}},
+       {"window", {any_window, &wf}}}};
+  std::array<const Skill*, 4> used{};
+  std::array<std::vector<json>, 4> spaces;
   std::string skill_id;
   for (size_t k = 0; k < kinds.size(); ++k) {
     const auto& [pattern, wanted] = kinds[k];
@@ -438,8 +520,8 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
     skill_id += (skill_id.empty() ? "" : "+") + used[k]->id;
   }
   const size_t want = max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0;
-  for (const auto& combo :
-       by_rank_sum({spaces[0].size(), spaces[1].size(), spaces[2].size()}, want)) {
+  for (const auto& combo : by_rank_sum<4>(
+           {spaces[0].size(), spaces[1].size(), spaces[2].size(), spaces[3].size()}, want)) {
     json kparams = json::object();
     json shown = json::object();
     bool fast = false;
@@ -459,6 +541,10 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
     for (const auto& step : plan.steps) {
       if (step.kind == StepKind::kGemm) {
         desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
+        continue;
+      }
+      if (step.kind == StepKind::kWindow) {
+        desc += (k++ ? "; " : "") + describe_window(g, g.nodes[step.node]);
         continue;
       }
       if (step.kind != StepKind::kKernel) continue;

@@ -195,7 +195,8 @@ const std::map<std::string, Lowering>& lowerings() {
       {"layer_norm", lower_layer_norm}, {"view", lower_view},
       {"vendor", lower_vendor},         {"matmul", lower_matmul},
       {"permute", lower_permute},       {"diag", lower_diag},
-      {"triangle", lower_triangle},
+      {"triangle", lower_triangle},     {"pool", lower_pool_family},
+      {"scan", lower_scan_family},      {"index", lower_index},
   };
   return kByFamily;
 }

@@ -113,4 +113,9 @@ int lower_reduction(Lowerer& l, const IrNode& n);
 // a ** b: exponents 1, +-0.5, -1 and integers up to 16 as cheaper ops, a number base via exp2.
 int lower_pow(Lowerer& l, Operand a, Operand b, const std::string& name);
 
+// Families lowered by lower_window.cpp: pool, scan, index.
+int lower_pool_family(Lowerer& l, const IrNode& n);
+int lower_scan_family(Lowerer& l, const IrNode& n);
+int lower_index(Lowerer& l, const IrNode& n);
+
 }  // namespace ok::generate::lowering

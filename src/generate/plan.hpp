@@ -39,11 +39,11 @@ struct KernelGroup {
   bool produces(int v) const { return cls.contains(v); }
 };
 
-enum class StepKind { kVendor, kView, kKernel, kGemm };
+enum class StepKind { kVendor, kView, kKernel, kGemm, kWindow };
 
 struct Step {
   StepKind kind = StepKind::kKernel;
-  int node = -1;   // vendor/view/gemm
+  int node = -1;   // vendor/view/gemm/window
   int group = -1;  // kernel
 };
 
