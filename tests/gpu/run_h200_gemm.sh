@@ -10,7 +10,8 @@
 # compare_<backend>.md, runs.txt, sweep-<backend>.err, state.tgz, gpu.txt (device, versions).
 set -uo pipefail
 OUT=${OUT:-/tmp/openkernel-gpu}
-STATE=${STATE:-$PWD/.device/gemm-state}
+FAMILY=${FAMILY:-gemm}  # names the state folder and the TSVs (run_h200_window.sh: window)
+STATE=${STATE:-$PWD/.device/$FAMILY-state}
 mkdir -p "$OUT" "$STATE"
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OPENKERNEL_HOME=$PWD XDG_CACHE_HOME=/tmp/okcache OPENKERNEL_BWRAP=$PWD/.device/bin/bwrap
@@ -23,7 +24,7 @@ python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", tr
   >> "$OUT/gpu.txt" 2>&1
 
 for backend in ${BACKENDS:-triton cuda}; do
-  tsv=$STATE/level1_gemm_${backend}_builtin.tsv
+  tsv=$STATE/level1_${FAMILY}_${backend}_builtin.tsv
   left=$((deadline - $(date +%s)))
   [ "$left" -gt 30 ] || break
   t0=$(date +%s)

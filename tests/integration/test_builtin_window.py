@@ -11,15 +11,14 @@ written here.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from locations import BINARY, PYTHON, ROOT
+import test_builtin_gemm as gemm_tests
+from locations import BINARY, ROOT
 
 KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
                    or ROOT.parent / "shared/kernelbench")
@@ -46,26 +45,7 @@ def problems() -> dict[str, tuple[str, list[str]]]:
 
 
 def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> str:
-    """One builtin attempt on the CPU; asserts it is correct and computes the op itself; returns
-    the candidate's source."""
-    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
-    env.pop("OPENKERNEL_API_KEY", None)
-    args = [str(BINARY), "optimize", "--db", str(tmp_path / "db.sqlite"), "--reference",
-            str(reference), "--backend", "cpu", "--model", "builtin", "--iterations", "1",
-            "--json", "--out", str(tmp_path / "out"), "--trials", "2", "--timing-budget", "0.3",
-            "--timeout", "120"]
-    for s in sets:
-        args += ["--set", s]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
-    assert p.returncode == 0, p.stderr
-    report = json.loads([line for line in p.stdout.splitlines() if line.strip()][-1])
-    assert report["verdict"] == "correct", json.dumps(report["history"], indent=1)
-    assert all(h["generator"] == "builtin" for h in report["history"])
-    source = Path(report["best_candidate"]).read_text()
-    forward = source[source.index("class ModelNew(Model):"):]
-    assert not VENDOR.search(forward), forward
-    return source
+    return gemm_tests.optimize_builtin(tmp_path, reference, sets, VENDOR)
 
 
 ALL = sorted(problems())
