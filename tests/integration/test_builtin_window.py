@@ -24,8 +24,9 @@ KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
                    or ROOT.parent / "shared/kernelbench")
 TABLE = ROOT / "tests/fixtures/generate/window_problems.tsv"
 # One of each kernel kind and absorbed form in the default suite; the rest are marked slow.
-CHOSEN = ["max_pool_3d", "avg_pool_1d", "argmin", "cumprod", "cumsum_reverse",
-          "cumsum_exclusive", "masked_cumsum"]
+CHOSEN = ["max_pool_3d", "avg_pool_1d", "argmin", "cumsum_reverse", "cumsum_exclusive",
+          "masked_cumsum"]
+SLOW = pytest.mark.slow  # each case is one optimize (~10 s on 2 busy cores): a few by default
 VENDOR = re.compile(r"torch\.(cumsum|cumprod|flip|cat|argmax|argmin|narrow)\(|functional|"
                     r"self\.(maxpool|avg_pool)\(|\.(cumsum|cumprod|flip|argmax|argmin)\(")
 
@@ -51,8 +52,7 @@ def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> str:
 ALL = sorted(problems())
 
 
-@pytest.mark.parametrize("name", [n if n in CHOSEN else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in ALL])
+@pytest.mark.parametrize("name", [n if n in CHOSEN else pytest.param(n, marks=SLOW) for n in ALL])
 def test_builtin_window_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
     ref, sets = problems()[name]
     optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
@@ -85,9 +85,10 @@ def get_init_inputs():
 @pytest.mark.parametrize("forward,shape", [
     ("F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)",
      "3, 9, 11"),
-    ("F.avg_pool3d(x, (2, 3, 3), stride=(1, 2, 2), padding=(1, 1, 0), divisor_override=5)",
-     "2, 3, 6, 9, 11"),
-    ("F.max_pool2d(x, 3, stride=2, padding=1, dilation=2, ceil_mode=True)", "2, 3, 9, 11"),
+    pytest.param("F.avg_pool3d(x, (2, 3, 3), stride=(1, 2, 2), padding=(1, 1, 0), "
+                 "divisor_override=5)", "2, 3, 6, 9, 11", marks=SLOW),
+    pytest.param("F.max_pool2d(x, 3, stride=2, padding=1, dilation=2, ceil_mode=True)",
+                 "2, 3, 9, 11", marks=SLOW),
 ])
 def test_pooling_corners_are_pytorchs(tmp_path: Path, forward: str, shape: str) -> None:
     inputs = (f"    x = torch.randn({shape})\n    x.view(-1)[7] = float('nan')\n    return [x]")
@@ -97,8 +98,9 @@ def test_pooling_corners_are_pytorchs(tmp_path: Path, forward: str, shape: str) 
 # argmax/argmin with ties everywhere (small integers) and NaNs: the first index of the best, the
 # first NaN; along the last dim (rows) and a middle dim (columns); and scans along a middle dim.
 @pytest.mark.parametrize("forward", [
-    "torch.argmax(x, dim=2)", "torch.argmin(x, dim=1)", "torch.argmax(x)",
-    "torch.cumprod(x.flip(1), dim=1).flip(1)", "torch.cumsum(x, dim=0)",
+    pytest.param("torch.argmax(x, dim=2)", marks=SLOW), "torch.argmin(x, dim=1)",
+    pytest.param("torch.argmax(x)", marks=SLOW), "torch.cumprod(x.flip(1), dim=1).flip(1)",
+    pytest.param("torch.cumsum(x, dim=0)", marks=SLOW),
 ])
 def test_ties_nans_and_middle_dims(tmp_path: Path, forward: str) -> None:
     nan = "" if "cum" in forward else "    x[1, 3, 5] = float('nan')\n    x[1, 7, 5] = float('nan')\n"
