@@ -12,6 +12,7 @@ from .analyze_einsum import einsum_as_matmul
 from .analyze_ops import (DEFAULT_ONLY, IGNORED, VIEW_METHODS, AttrRef, Spec, module_form, resolve,
                           tables)
 from .analyze_trace import TensorInfo, holds_tensor
+from .analyze_window import WindowFamilies
 from .compare import dtype_name
 
 # Tensor methods and attributes that only read a shape: their results are folded into constants.
@@ -106,7 +107,7 @@ def _inplace_safe(node: Any, src: Any, order: dict[Any, int]) -> bool:
     return True
 
 
-class Builder:
+class Builder(WindowFamilies):
     """Walks the traced graph once, in order, and collects the IR's nodes, attrs and types."""
 
     def __init__(self, gm: Any, values: dict[str, Any]) -> None:

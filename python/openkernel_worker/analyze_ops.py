@@ -93,6 +93,9 @@ def table_entries() -> Entries:
     yield from _row_shape_and_vendor_entries()
     yield from _norm_and_loss_entries()
     yield from _conv_entries()
+    from .analyze_window import window_entries
+
+    yield from window_entries()
 
 
 def _elementwise_entries() -> Entries:
@@ -320,6 +323,11 @@ def module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
         bias = AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None
         return F.layer_norm, {"normalized_shape": list(mod.normalized_shape), "weight": weight,
                               "bias": bias, "eps": mod.eps}
+    from .analyze_window import window_module_form
+
+    found = window_module_form(mod)
+    if found is not None:
+        return found
     conv = conv_module_form(mod, path)
     if conv is not None:
         return conv

@@ -106,6 +106,10 @@ def test_same_inputs() -> None:
     assert not same_inputs(a, [torch.ones(2), 4])
     assert not same_inputs(a, [torch.ones(2, dtype=torch.float64), 3])
     assert not same_inputs(a, [[1.0, 1.0], 3])
+    # A NaN left in place is an unchanged input; a NaN written over a number is a change.
+    nan = torch.tensor([1.0, float("nan")])
+    assert same_inputs([nan], [nan.clone()])
+    assert not same_inputs([nan], [torch.tensor([float("nan"), float("nan")])])
 
 
 def test_missing_candidate_is_bad_input(tiny_reference: str, tmp_path) -> None:

@@ -145,6 +145,16 @@ KernelCode emit_conv(const Graph& g, const Node& n, int index, const std::string
 // convolution of the plan; and a one-line description of a convolution for humans.
 bool conv_admissible(const Skill& s, nlohmann::json& p, const Conv& c, double& score);
 std::string describe_conv(const Conv& c);
+// One window step (a kWindow pooling or scan node, or an argmax/argmin reduction) on `backend`,
+// from its window skill with `params` (that skill's point); the launch lines allocate the output
+// and run the kernel.
+KernelCode emit_window(const Graph& g, const Node& n, int index, const std::string& backend,
+                       const Skills& skills, const nlohmann::json& params);
+// The window skills' admissible points and their prior (lower `score` = better), by the largest
+// window step of the plan; and a one-line description of a window step for humans.
+bool window_admissible(const Skill& s, const nlohmann::json& p, const WindowShape& f,
+                       double& score);
+std::string describe_window(const Graph& g, const Node& n);
 
 // Renders a kernel skill's template, throwing EmitError on failure.
 std::string render_skill(const Skills& skills, const std::string& backend,
@@ -161,6 +171,8 @@ void for_each_param(
     const KernelGroup& G,
     const std::function<void(int value, const std::string& name, bool output)>& each);
 int64_t next_pow2(int64_t v);
+// |log2 a - log2 b|: how many doublings apart two sizes are (the priors' distance).
+double log2_distance(double a, double b);
 // The non-empty lines of `text` (a rendered launch template), without their newlines.
 std::vector<std::string> split_lines(const std::string& text);
 

@@ -264,6 +264,10 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+double log2_distance(double a, double b) {
+  return std::fabs(std::log2(a) - std::log2(b));
+}
+
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
   while (p < v) p <<= 1;

@@ -145,10 +145,6 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
                                     pointers(g, n))}};
 }
 
-double log2_distance(double a, double b) {
-  return std::fabs(std::log2(a) - std::log2(b));
-}
-
 bool cpu_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
   const int64_t bco = p.at("BCO").get<int64_t>(), bw = p.at("BW").get<int64_t>();
   if (bco > next_pow2(c.cout_g()) || bw > std::max<int64_t>(16, next_pow2(c.out[2]))) return false;

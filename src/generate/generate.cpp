@@ -26,16 +26,13 @@ struct Features {
   int64_t inner = 1;  // inner extent of that row group
   int64_t outer = 1;
   bool transcendental = false;
-  Gemm gemm;  // the largest matrix product
-  Conv conv;  // the largest convolution
+  Gemm gemm;           // the largest matrix product
+  Conv conv;           // the largest convolution
+  WindowShape window;  // the largest window step (kind empty: none)
 };
 
 int64_t cdiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-double log2_distance(double a, double b) {
-  return std::fabs(std::log2(a) - std::log2(b));
 }
 
 // The gemm skills' admissible points and their prior: tiles no larger than the matrix rounded up,
@@ -105,6 +102,7 @@ bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
   if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, score);
   if (s.pattern == "conv") return conv_admissible(s, p, f.conv, score);
+  if (s.pattern == "window") return window_admissible(s, p, f.window, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
   if (s.id == "cpu-row") {
     if (f.inner == 1 && p["tile"] != s.params["tile"][0]) return false;  // tile is for inner > 1
@@ -347,6 +345,11 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
                                   kparams.value("conv", json::object()));
       device += code.device + "\n";
       for (auto& l : code.launch) fwd.push_back(std::move(l));
+    } else if (step.kind == StepKind::kWindow) {
+      KernelCode code = emit_window(g, g.nodes[step.node], step.node, backend, skills,
+                                    kparams.value("window", json::object()));
+      device += code.device + "\n";
+      for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kView) {
       const Node& n = g.nodes[step.node];
       fwd.push_back(fmt::format("{} = {}.reshape({})", py_name(g, n.out),
@@ -399,7 +402,7 @@ struct Request {
 };
 
 // The kinds of kernel a plan may have, each with its own skill and parameter space.
-constexpr std::array<const char*, 4> kKinds = {"pointwise", "row", "gemm", "conv"};
+constexpr std::array<const char*, 5> kKinds = {"pointwise", "row", "gemm", "conv", "window"};
 using KindFeatures = std::array<std::pair<bool, Features>, kKinds.size()>;
 
 // The per-kind features the priors look at (in kKinds' order) and which kinds the plan has.
@@ -409,7 +412,15 @@ KindFeatures plan_features(const Graph& g, const Plan& plan) {
   auto& [any_row, rf] = f[1];
   auto& [any_gemm, gf] = f[2];
   auto& [any_conv, cf] = f[3];
+  auto& [any_window, wf] = f[4];
   for (const auto& step : plan.steps) {
+    if (step.kind == StepKind::kWindow) {
+      const WindowShape ws = window_shape(g, g.nodes[step.node]);
+      if (!any_window ||
+          ws.outer * ws.len * ws.inner > wf.window.outer * wf.window.len * wf.window.inner)
+        wf.window = ws;
+      any_window = true;
+    }
     if (step.kind == StepKind::kConv) {
       const Conv& cv = g.nodes[step.node].conv;
       if (!any_conv || cv.macs() > cf.conv.macs()) cf.conv = cv;
@@ -450,6 +461,10 @@ std::string describe_plan(const Graph& g, const Plan& plan, const std::string& b
     }
     if (step.kind == StepKind::kConv) {
       desc += (k++ ? "; " : "") + describe_conv(g.nodes[step.node].conv);
+      continue;
+    }
+    if (step.kind == StepKind::kWindow) {
+      desc += (k++ ? "; " : "") + describe_window(g, g.nodes[step.node]);
       continue;
     }
     if (step.kind != StepKind::kKernel) continue;

@@ -199,7 +199,8 @@ const Shape& Lowerer::shape_of(const Operand& o) const {
 void Lowerer::check_dtype(const Operand& o, const std::string& node) const {
   if (o.is_scalar()) return;
   const Value& v = g_.values[o.value];
-  if (v.dtype != "float32")
+  // bool tensors are read as 0/1; the planner generates them only as a scan's mask.
+  if (v.dtype != "float32" && v.dtype != "bool")
     throw Unsupported{fmt::format("unsupported dtype {} ({} {} used by node {})", v.dtype,
                                   v.kind == ValueKind::kInput  ? "input"
                                   : v.kind == ValueKind::kAttr ? "attr"

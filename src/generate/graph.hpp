@@ -52,7 +52,7 @@ struct Value {
   int producer = -1;  // node index for kNode
 };
 
-enum class NodeKind { kElementwise, kReduce, kVendor, kView, kGemm, kConv };
+enum class NodeKind { kElementwise, kReduce, kVendor, kView, kGemm, kConv, kWindow };
 
 // Which entries of a product a tril/triu keeps: j - i <= diagonal (lower) or >= diagonal (upper);
 // the others are zero.
@@ -109,6 +109,29 @@ struct Conv {
 enum class ReduceKind { kSum, kMax, kMin, kProd, kArgmax, kArgmin };
 const char* reduce_name(ReduceKind k);
 
+// A kWindow node (lower_window.cpp, emitted one kernel each by emit_window.cpp): pooling, a scan,
+// or an index op (flip, narrow, select, zeros_like, cat) that is generated only where a scan
+// absorbs it (a flip pair around a scan is a reverse scan; cat(zeros, scan(prefix)) an exclusive
+// one). Node::op names the kind: max_pool, avg_pool, scan, or the index op.
+struct Window {
+  // Pooling over the last `rank` dims of args[0], seen as [outer, D, H, W] with unit leading
+  // spatial dims when rank < 3 (kernel 1, stride 1, no padding, dilation 1 there).
+  int rank = 0;
+  int64_t outer = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, padding[3] = {0, 0, 0},
+          dilation[3] = {1, 1, 1};
+  bool count_include_pad = true;
+  int64_t divisor = 0;  // avg_pool's divisor_override; 0: none
+  // Scans: args[0] (times args[1] elementwise when masked, a float or bool tensor of the same
+  // shape) seen as [outer, len, inner], scanned along len.
+  int64_t len = 1, inner = 1;
+  ReduceKind combine = ReduceKind::kSum;  // kSum or kProd
+  bool reverse = false;                   // from the last element to the first
+  bool exclusive = false;                 // element i combines the ones before it only
+  bool masked = false;
+};
+
 struct Node {
   NodeKind kind = NodeKind::kElementwise;
   std::string op;  // elementwise: op table key; vendor: module|linear; view: reshape|permute|diag;
@@ -121,6 +144,7 @@ struct Node {
   std::string origin;  // the IR op this came from (softmax, layer_norm, relu...)
   Gemm gemm;           // kGemm: args = {A, B}
   Conv conv;           // kConv: args = {x, weight, bias | None}
+  Window window;       // kWindow
 };
 
 // A forward argument that get_inputs() gives as a Python number: the graph uses its value.
@@ -139,6 +163,22 @@ struct Graph {
   // forward's parameter names in order: the tensor inputs and the constants by their index.
   std::vector<std::string> forward_args() const;
 };
+
+// Why a live node the window emitter handles (a kWindow node, an argmax/argmin reduction) cannot
+// be generated, or empty: index ops that no scan absorbed are not generated.
+std::string window_unsupported(const Graph& g, const Node& n);
+// A window step's pattern name: pool:max, pool:avg, scan:sum, scan:prod (reverse, exclusive and
+// masked appended), argmax, argmin.
+std::string window_pattern(const Node& n);
+// Handled by the window emitter: kWindow nodes and arg reductions.
+bool is_window_step(const Node& n);
+// A window step's work: its kind (pool, scan, argreduce) and [outer, len, inner] view (pooling:
+// outer = the output's element count; an arg reduction: its input around the reduced dims).
+struct WindowShape {
+  std::string kind;
+  int64_t outer = 1, len = 1, inner = 1;
+};
+WindowShape window_shape(const Graph& g, const Node& n);
 
 // Either a graph or the reason it cannot be lowered (an unknown op, a dtype, a shape).
 struct Lowered {

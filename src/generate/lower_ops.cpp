@@ -197,6 +197,8 @@ const std::map<std::string, Lowering>& lowerings() {
       {"permute", lower_permute},       {"diag", lower_diag},
       {"triangle", lower_triangle},     {"norm", lower_norm_family},
       {"loss", lower_loss_family},      {"conv", lower_conv},
+      {"triangle", lower_triangle},     {"pool", lower_pool_family},
+      {"scan", lower_scan_family},      {"index", lower_index},
   };
   return kByFamily;
 }

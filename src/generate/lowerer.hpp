@@ -118,5 +118,9 @@ int lower_norm_family(Lowerer& l, const IrNode& n);
 int lower_loss_family(Lowerer& l, const IrNode& n);
 // The family lowered by lower_conv.cpp: conv (1-3d, standard or transposed) as a Conv node.
 int lower_conv(Lowerer& l, const IrNode& n);
+// Families lowered by lower_window.cpp: pool, scan, index.
+int lower_pool_family(Lowerer& l, const IrNode& n);
+int lower_scan_family(Lowerer& l, const IrNode& n);
+int lower_index(Lowerer& l, const IrNode& n);
 
 }  // namespace ok::generate::lowering

@@ -59,6 +59,13 @@ class Planner {
                                    "product",
                                    g_.values[n.out].name, n.op, n.origin)};
       }
+      if (auto why = bool_operand(n); !why.empty()) return Planned{{}, why};
+      if (is_window_step(n)) {
+        if (auto why = window_unsupported(g_, n); !why.empty()) return Planned{{}, why};
+        close();
+        plan_.steps.push_back(Step{StepKind::kWindow, ni, -1});
+        continue;
+      }
       if (n.kind == NodeKind::kGemm) {
         close();
         plan_.steps.push_back(Step{StepKind::kGemm, ni, -1});
@@ -102,6 +109,20 @@ class Planner {
       for (const auto& a : n.args)
         if (a.value >= 0) needed[a.value] = true;
     }
+  }
+
+  // A bool tensor is read only as a scan's mask (args[1] of a masked scan).
+  std::string bool_operand(const Node& n) const {
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const Operand& a = n.args[i];
+      if (a.is_scalar() || g_.values[a.value].dtype != "bool") continue;
+      if (n.kind == NodeKind::kWindow && n.window.masked && i == 1) continue;
+      return fmt::format(
+          "node {} ({}) reads the bool tensor {}; bool tensors are generated only "
+          "as the mask of a scan (cumsum(x * mask))",
+          g_.values[n.out].name, n.origin, g_.values[a.value].name);
+    }
+    return "";
   }
 
   Planned fail(int ni) {
@@ -235,6 +256,7 @@ class Planner {
                       : s.kind == StepKind::kKernel ? plan_.groups[s.group].pattern
                       : s.kind == StepKind::kGemm   ? gemm_pattern(g_.nodes[s.node].gemm)
                       : s.kind == StepKind::kConv   ? conv_pattern(g_.nodes[s.node].conv)
+                      : s.kind == StepKind::kWindow ? window_pattern(g_.nodes[s.node])
                                                     : "";
       if (p.empty() || (!parts.empty() && parts.back() == p)) continue;
       parts.push_back(p);

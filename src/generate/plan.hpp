@@ -40,11 +40,11 @@ struct KernelGroup {
   bool produces(int v) const { return cls.contains(v); }
 };
 
-enum class StepKind { kVendor, kView, kKernel, kGemm, kConv };
+enum class StepKind { kVendor, kView, kKernel, kGemm, kConv, kWindow };
 
 struct Step {
   StepKind kind = StepKind::kKernel;
-  int node = -1;   // vendor/view/gemm/conv
+  int node = -1;   // vendor/view/gemm/conv/window
   int group = -1;  // kernel
 };
 

@@ -105,6 +105,15 @@ json minimal(const std::string& family, const std::string& op) {
     ir["attrs"] = {{{"name", "w"}, {"shape", {2, 8, 1}}, {"dtype", "float32"}}};
     return ir;
   }
+  if (family == "pool")
+    return one_node(op, {x}, {{"kernel_size", {2}}, {"stride", {2}}, {"padding", {0}}}, {4, 4});
+  if (family == "scan") return one_node(op, {x}, {{"combine", "sum"}, {"dim", 1}}, {4, 8});
+  if (family == "index") {
+    if (op == "flip") return one_node(op, {x}, {{"dims", {1}}}, {4, 8});
+    if (op == "narrow") return one_node(op, {x}, {{"dim", 1}, {"start", 0}, {"length", 3}}, {4, 3});
+    if (op == "select") return one_node(op, {x}, {{"dim", 1}, {"index", 2}}, {4});
+    if (op == "cat") return one_node(op, {x, x}, {{"dim", 1}}, {4, 16});
+  }
   json kwargs = op == "clamp" ? json{{"min", 0.0}} : json::object();
   return one_node(op, {x}, kwargs, {4, 8});
 }

@@ -11,7 +11,7 @@
 # compare_<backend>.md, runs.txt, sweep-<backend>.err, state.tgz, gpu.txt (device, versions).
 set -uo pipefail
 OUT=${OUT:-/tmp/openkernel-gpu}
-FAMILY=${FAMILY:-gemm}  # another family runs this script through its own (run_h200_conv.sh)
+FAMILY=${FAMILY:-gemm}  # names the state folder and the TSVs (run_h200_conv.sh: conv, run_h200_window.sh: window)
 STATE=${STATE:-$PWD/.device/$FAMILY-state}
 mkdir -p "$OUT" "$STATE"
 export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

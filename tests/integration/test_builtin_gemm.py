@@ -44,8 +44,8 @@ def problems(table: Path = TABLE) -> dict[str, tuple[str, list[str]]]:
 
 def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str],
                      vendor: re.Pattern[str] = VENDOR) -> str:
-    """One builtin attempt on the CPU; asserts it is correct and computes the product (or what
-    `vendor` names) itself; returns the candidate's source."""
+    """One builtin attempt on the CPU; asserts it is correct and computes the op itself (nothing
+    `vendor` matches in ModelNew.forward); returns the candidate's source."""
     env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("OPENKERNEL_API_KEY", None)

@@ -198,9 +198,10 @@ def test_builtin_cpu_problem(tmp_path: Path, name: str) -> None:
 
 
 def test_builtin_reports_unsupported_patterns(tmp_path: Path) -> None:
-    ref = tmp_path / "cumsum.py"
+    # (cumsum, the example here before, is generated now: docs/graph-ir.md, "Pooling, scans...")
+    ref = tmp_path / "logcumsumexp.py"
     ref.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                   "        return torch.cumsum(x, dim=1)\n\n"
+                   "        return torch.logcumsumexp(x, dim=1)\n\n"
                    "def get_inputs():\n    return [torch.randn(8, 64)]\n\n"
                    "def get_init_inputs():\n    return []\n")
     p, report = optimize(tmp_path, "--reference", str(ref), "--backend", "cpu", "--model",
@@ -208,7 +209,7 @@ def test_builtin_reports_unsupported_patterns(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert report is not None
     assert report["verdict"] == "unsupported" and report["stop_reason"] == "unsupported"
-    assert "cumsum" in report["history"][0]["error"]
+    assert "logcumsumexp" in report["history"][0]["error"]
     assert report["best_candidate"] is None and report["speedup"] is None
 
 

@@ -1,0 +1,232 @@
+// The builtin generator's window family: KernelBench level 1's pooling, argmax/argmin and scan
+// problems (41-46, 51, 52, 89-93; fixtures at reduced sizes in
+// tests/fixtures/generate/window_problems.tsv) lowered and rendered on every backend; pooling
+// shapes and parameters as PyTorch computes them; the scans absorbed from flips, cat and masks;
+// Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "generate/generate.hpp"
+#include "generate/graph.hpp"
+#include "generate/skills.hpp"
+#include "support/generate_fixtures.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ok::generate::Graph;
+using ok::generate::Node;
+using ok::generate::NodeKind;
+using ok::generate::Proposal;
+using ok::testing::fixture;
+using ok::testing::kSkills;
+using ok::testing::must;
+
+const std::vector<std::pair<std::string, std::string>> kCases = {
+    {"max_pool_1d", "pool:max"},
+    {"max_pool_2d", "pool:max"},
+    {"max_pool_3d", "pool:max"},
+    {"avg_pool_1d", "pool:avg"},
+    {"avg_pool_2d", "pool:avg"},
+    {"avg_pool_3d", "pool:avg"},
+    {"argmax", "argmax"},
+    {"argmin", "argmin"},
+    {"cumsum", "scan:sum"},
+    {"cumprod", "scan:prod"},
+    {"cumsum_reverse", "scan:sum,reverse"},
+    {"cumsum_exclusive", "scan:sum,exclusive"},
+    {"masked_cumsum", "scan:sum,masked"}};
+
+std::string forward_of(const std::string& source) {
+  return source.substr(source.find("class ModelNew(Model):"));
+}
+
+Graph lowered(const json& ir) {
+  auto skills = ok::generate::load_skills(kSkills);
+  EXPECT_TRUE(skills.has_value());
+  auto l = ok::generate::lower(ir, *skills);
+  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
+  EXPECT_EQ(l->unsupported, "");
+  return l->graph;
+}
+
+// The node computing the graph's output.
+const Node& output_node(const Graph& g) {
+  return g.nodes.at(g.values.at(g.output).producer);
+}
+
+// One node over x of `in` shape.
+json one_node(const std::string& op, json kwargs, json in, json out) {
+  json x = {{"input", "x"}};
+  return {{"traceable", true},
+          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
+          {"nodes", json::array({{{"name", "y"},
+                                  {"op", op},
+                                  {"args", json::array({x})},
+                                  {"kwargs", kwargs},
+                                  {"shape", out},
+                                  {"dtype", "float32"}}})},
+          {"outputs", json::array({{{"node", "y"}}})}};
+}
+
+TEST(GenerateWindow, EveryLevel1WindowProblemIsSupportedWithoutAVendorCall) {
+  const std::regex vendor(R"(_ok_torch\.(cumsum|cumprod|argmax|argmin|max|min|flip|cat)\(|)"
+                          R"(functional|self\.(maxpool|avg_pool)\()");
+  for (const auto& [name, pattern] : kCases) {
+    for (const char* backend : {"cpu", "triton", "cuda"}) {
+      Proposal p = must(fixture(name), backend, 0, 4);
+      ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
+      EXPECT_EQ(p.pattern, pattern) << name;
+      ASSERT_FALSE(p.candidates.empty());
+      for (const auto& c : p.candidates)
+        EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))
+            << name << " " << backend << ":\n"
+            << forward_of(c.source);
+    }
+  }
+}
+
+TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {
+  // 43: kernel 3, stride 2, padding 1, dilation 3 over 12 x 13 x 11.
+  const auto w = output_node(lowered(fixture("max_pool_3d"))).window;
+  EXPECT_EQ(w.rank, 3);
+  EXPECT_EQ(w.outer, 6);
+  EXPECT_EQ(std::vector<int64_t>(w.out, w.out + 3), (std::vector<int64_t>{4, 5, 4}));
+  EXPECT_EQ(w.dilation[0], 3);
+  // 41: one pooled dim; the leading ones are unit windows.
+  const auto w1 = output_node(lowered(fixture("max_pool_1d"))).window;
+  EXPECT_EQ(w1.rank, 1);
+  EXPECT_EQ(w1.kernel[0], 1);
+  EXPECT_EQ(w1.kernel[2], 8);
+  EXPECT_EQ(w1.out[2], 37);
+  // ceil_mode keeps a last window that starts inside the input (or its left padding).
+  json ceil = one_node("max_pool",
+                       {{"kernel_size", {2}},
+                        {"stride", {2}},
+                        {"padding", {0}},
+                        {"dilation", {1}},
+                        {"ceil_mode", true}},
+                       {2, 7}, {2, 4});
+  EXPECT_EQ(output_node(lowered(ceil)).window.out[2], 4);
+  json avg = one_node("avg_pool",
+                      {{"kernel_size", {3, 3}},
+                       {"stride", {2, 2}},
+                       {"padding", {1, 1}},
+                       {"ceil_mode", false},
+                       {"count_include_pad", false},
+                       {"divisor_override", 5}},
+                      {1, 7, 7}, {1, 4, 4});
+  const auto wa = output_node(lowered(avg)).window;
+  EXPECT_FALSE(wa.count_include_pad);
+  EXPECT_EQ(wa.divisor, 5);
+  // A shape the IR states differently from PyTorch's formula is malformed.
+  auto skills = ok::generate::load_skills(kSkills);
+  ceil["nodes"][0]["shape"] = {2, 3};
+  EXPECT_FALSE(ok::generate::lower(ceil, *skills).has_value());
+  // Padding over half the window is refused, as PyTorch refuses it.
+  json wide = one_node("max_pool", {{"kernel_size", {2}}, {"padding", {2}}}, {2, 7}, {2, 6});
+  auto r = ok::generate::lower(wide, *skills);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->unsupported.find("padding 2"), std::string::npos) << r->unsupported;
+}
+
+TEST(GenerateWindow, ScansAbsorbFlipsCatAndMasks) {
+  const Node& rev = output_node(lowered(fixture("cumsum_reverse")));
+  EXPECT_EQ(rev.op, "scan");
+  EXPECT_TRUE(rev.window.reverse);
+  EXPECT_EQ(rev.window.len, 3000);
+  const Graph ex = lowered(fixture("cumsum_exclusive"));
+  const Node& exn = output_node(ex);
+  EXPECT_TRUE(exn.window.exclusive);
+  EXPECT_EQ(exn.window.len, 3000);
+  EXPECT_EQ(ex.values[exn.args[0].value].name, "x");  // the whole input, not its prefix
+  const Graph masked = lowered(fixture("masked_cumsum"));
+  const Node& mn = output_node(masked);
+  EXPECT_TRUE(mn.window.masked);
+  EXPECT_EQ(masked.values[mn.args[1].value].dtype, "bool");
+  // Only the scan runs: the flips, narrow, cat and product are dropped.
+  for (const char* name : {"cumsum_reverse", "cumsum_exclusive", "masked_cumsum"}) {
+    Proposal p = must(fixture(name), "cpu", 0, 1);
+    const std::string fwd = forward_of(p.candidates.at(0).source);
+    EXPECT_EQ(fwd.find("_ok_lib."), fwd.rfind("_ok_lib.")) << fwd;  // one kernel launch
+  }
+}
+
+TEST(GenerateWindow, WhatNoScanAbsorbsIsRefusedWithAReason) {
+  auto flip = one_node("flip", {{"dims", {1}}}, {4, 8}, {4, 8});
+  Proposal p = must(flip, "cpu");
+  EXPECT_FALSE(p.supported);
+  EXPECT_NE(p.reason.find("flip is generated only where a scan absorbs it"), std::string::npos)
+      << p.reason;
+  // A bool tensor read by a pointwise kernel.
+  json ir = fixture("masked_cumsum");
+  ir["outputs"] = json::array({{{"node", "mul"}}});
+  p = must(ir, "cpu");
+  EXPECT_FALSE(p.supported);
+  EXPECT_NE(p.reason.find("reads the bool tensor mask"), std::string::npos) << p.reason;
+}
+
+TEST(GenerateWindow, ParameterSpacesDropWhatCannotApply) {
+  // Triton's argmin over the middle dim (inner 20 > 1) searches BLOCK_J; the row scan does not.
+  std::set<std::string> bj;
+  for (const auto& c : must(fixture("argmin"), "triton", 0, 0).candidates)
+    bj.insert(c.params["triton-window"]["BLOCK_J"].dump());
+  EXPECT_GT(bj.size(), 1u);
+  EXPECT_FALSE(bj.contains("1"));
+  for (const auto& c : must(fixture("cumsum"), "triton", 0, 0).candidates)
+    EXPECT_EQ(c.params["triton-window"]["BLOCK_J"], 1);
+  EXPECT_GE(must(fixture("cumsum"), "triton", 0, 0).candidates.size(), 8u);
+  EXPECT_GE(must(fixture("cumsum"), "cuda", 0, 0).candidates.size(), 8u);
+  EXPECT_GE(must(fixture("cumsum"), "cpu", 0, 0).candidates.size(), 3u);
+}
+
+int run(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(GenerateWindow, TritonSourcesParseAsPython) {
+  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const fs::path dir = fs::temp_directory_path() / ("ok_window_ast_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const auto& [name, pattern] : kCases) {
+    const fs::path file = dir / (name + ".py");
+    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
+    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
+                  file.string()),
+              0)
+        << name;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(GenerateWindow, CudaSourcesCompileWithNvcc) {
+  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
+  const fs::path dir = fs::temp_directory_path() / ("ok_window_nvcc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Every problem's kernel, one file each, compiled by one nvcc call.
+  std::string files;
+  for (const auto& [name, pattern] : kCases) {
+    const std::string src = must(fixture(name), "cuda", 0, 1).candidates.at(0).source;
+    const std::string open = "_OK_SOURCE = r\"\"\"\n";
+    const size_t begin = src.find(open);
+    ASSERT_NE(begin, std::string::npos);
+    const size_t end = src.find("\"\"\"", begin + open.size());
+    std::ofstream(dir / (name + ".cu"))
+        << src.substr(begin + open.size(), end - begin - open.size());
+    files += " " + name + ".cu";
+  }
+  EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
