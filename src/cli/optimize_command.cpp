@@ -331,6 +331,8 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
   if (fe.handle_interrupt) util::install_interrupt_handler();
   const std::atomic<bool>* cancel = fe.cancel ? fe.cancel : &util::cancel_flag();
   auto worker = start_worker(*cfg, o.python, {}, o.eval_host, cancel);
+  if (!worker && worker.error().kind == ErrorKind::kCancelled)  // before the session's row
+    return util::fail(ErrorKind::kCancelled, worker.error().message + " (nothing recorded)");
   if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, o.resume.empty() ? o.backend : opts.backend, "triton");
   if (!backend) return std::unexpected(backend.error());
@@ -380,9 +382,7 @@ util::Result<OptimizeRun> optimize_session(const GlobalOptions& g, const Optimiz
 int run_optimize(const GlobalOptions& g, const OptimizeOptions& o, const FrontEnd& fe) {
   auto run = optimize_session(g, o, fe);
   if (!run && run.error().kind == ErrorKind::kCancelled) {
-    const bool kept = run.error().message.find("--resume") != std::string::npos;
-    fmt::print(stderr, "openkernel: {}{}\n", run.error().message,
-               kept ? "" : " (nothing recorded)");
+    fmt::print(stderr, "openkernel: {}\n", run.error().message);
     return kInterrupted;
   }
   if (!run) return report_error(run.error());

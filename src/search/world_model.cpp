@@ -362,28 +362,30 @@ std::optional<Direction> Planner::realise(Intent& i) {
   return d;
 }
 
+// The first hypothesis: the proposer's prior is right; a retrieved skill that names the first
+// point is that hypothesis, so its outcome is the skill's.
+std::optional<Direction> Planner::start_engine() {
+  started_ = true;
+  for (auto& s : intents_)
+    if (s.source == "skill" && s.status == "open" && s.action.contains("point") &&
+        s.action["point"] == 0) {
+      base_ = s.id;
+      return realise(s);
+    }
+  Intent i;
+  i.parent = 0;
+  i.title = "start from the proposer's best prior point" + space_.describe(0);
+  i.rationale = "the skills' parameter lists put their best-known values first";
+  i.source = "template";
+  i.action = {{"point", 0}};
+  i.priority = 1;
+  i.confidence = 0.5;
+  base_ = add(std::move(i)).id;
+  return realise(intents_[static_cast<size_t>(base_)]);
+}
+
 std::optional<Direction> Planner::next_engine() {
-  if (!started_) {
-    started_ = true;
-    // The first hypothesis: the proposer's prior is right; a retrieved skill that names the
-    // first point is that hypothesis, so its outcome is the skill's.
-    for (auto& s : intents_)
-      if (s.source == "skill" && s.status == "open" && s.action.contains("point") &&
-          s.action["point"] == 0) {
-        base_ = s.id;
-        return realise(s);
-      }
-    Intent i;
-    i.parent = 0;
-    i.title = "start from the proposer's best prior point" + space_.describe(0);
-    i.rationale = "the skills' parameter lists put their best-known values first";
-    i.source = "template";
-    i.action = {{"point", 0}};
-    i.priority = 1;
-    i.confidence = 0.5;
-    base_ = add(std::move(i)).id;
-    return realise(intents_[static_cast<size_t>(base_)]);
-  }
+  if (!started_) return start_engine();
   if (since_progress_ >= params_.stagnation_window) stagnate();
   if (pending_seed_) {
     Intent& seeded = intents_[static_cast<size_t>(*pending_seed_)];

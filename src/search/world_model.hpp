@@ -155,6 +155,7 @@ class Planner {
   Intent& add(Intent i);
   void decide(std::string kind, int intent, std::string text);
   std::optional<Direction> next_engine();
+  std::optional<Direction> start_engine();  // the engine's first direction
   std::optional<Direction> next_engine_model();
   std::optional<Direction> next_best_of_n();
   std::optional<Direction> next_prior();
