@@ -5,14 +5,17 @@ modules (analyze_ops.conv_module_form) as one canonical op of docs/graph-ir.md,
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .analyze_builder import Builder, Unsupported
-from .analyze_ops import Spec
+if TYPE_CHECKING:  # analyze_builder imports this module's ConvFamilies
+    from .analyze_builder import Builder
+    from .analyze_ops import Spec
 
 
 def _per_dim(builder: Builder, b: dict[str, Any], name: str, dims: int) -> list[int]:
     """An int for every dim or a sequence of `dims` ints, as a list."""
+    from .analyze_builder import Unsupported
+
     v = builder.constant(b.get(name, 0), name)
     v = [v] * dims if isinstance(v, int) and not isinstance(v, bool) else list(v)
     if len(v) != dims or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
@@ -24,6 +27,8 @@ def _padding(builder: Builder, b: dict[str, Any], dims: int, dilation: list[int]
              kernel: list[int]) -> list[int]:
     """The leading padding of each dim; "valid" is none and "same" half the kernel's span, which
     is reported where torch would pad one side more than the other."""
+    from .analyze_builder import Unsupported
+
     padding = builder.constant(b["padding"], "padding")
     if padding == "valid":
         return [0] * dims
@@ -39,6 +44,8 @@ def _padding(builder: Builder, b: dict[str, Any], dims: int, dilation: list[int]
 
 def conv_node(builder: Builder, spec: Spec, b: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """The IR args and kwargs of one convolution from its bound arguments `b`."""
+    from .analyze_builder import Unsupported
+
     dims, transposed = spec.fixed["dims"], spec.fixed["transposed"]
     x, w, bias = b["input"], b["weight"], b["bias"]
     args = [builder.tensor_arg(x, "the input"), builder.tensor_arg(w, "the weight"),
@@ -57,3 +64,12 @@ def conv_node(builder: Builder, spec: Spec, b: dict[str, Any]) -> tuple[list[Any
               "output_padding": _per_dim(builder, b, "output_padding", dims) if transposed
               else [0] * dims}
     return args, kwargs
+
+
+class ConvFamilies:
+    """The Builder's conv family (self is an analyze_builder.Builder)."""
+
+    def family_conv(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """F.convNd / F.conv_transposeNd and their modules: `conv`."""
+        args, kwargs = conv_node(self, spec, b)
+        self.emit(node.name, "conv", args, kwargs, node)

@@ -91,7 +91,9 @@ def table_entries() -> Entries:
     yield from _elementwise_entries()
     yield from _reduction_entries()
     yield from _row_shape_and_vendor_entries()
-    yield from _norm_and_loss_entries()
+    from .analyze_norms import norm_and_loss_entries
+
+    yield from norm_and_loss_entries()
     yield from _conv_entries()
     from .analyze_window import window_entries
 
@@ -284,9 +286,11 @@ def tables() -> tuple[dict[Any, Spec], dict[str, Spec]]:
     return _FUNCTIONS, _METHODS
 
 
-def module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
+def module_form(mod: Any, path: str,
+                rank: int | None = None) -> tuple[Any, dict[str, Any]] | None:
     """A module that is one of the canonical ops -> (the functional it equals, its arguments but
-    the input), or None for every other module (kept as op `module`)."""
+    the input), or None for every other module (kept as op `module`); `rank` is the input's rank
+    where it is a tensor (a norm module's form depends on it)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -331,63 +335,6 @@ def module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
     conv = conv_module_form(mod, path)
     if conv is not None:
         return conv
-    found = _norm_or_loss_module(mod, path)
-    if found is not None:
-        return found
-    return None
+    from .analyze_norms import norm_or_loss_module
 
-
-# ---------------------------------------------------------------------------------------------
-# The norm family (batch_norm, instance_norm, group_norm) and the losses.
-# ---------------------------------------------------------------------------------------------
-
-NORM_FUNCTIONS = ("batch_norm", "instance_norm", "group_norm")
-LOSS_FUNCTIONS = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-                  "triplet_margin_loss")
-
-
-def _norm_and_loss_entries() -> Entries:
-    """torch.nn.functional's norms and losses, bound by their own signatures."""
-    for name in NORM_FUNCTIONS:
-        fn = resolve(f"torch.nn.functional.{name}")
-        if fn is not None:
-            yield [f"torch.nn.functional.{name}"], Spec(name, _signature(fn), "normop")
-    for name in LOSS_FUNCTIONS:
-        fn = resolve(f"torch.nn.functional.{name}")
-        if fn is not None:
-            yield [f"torch.nn.functional.{name}"], Spec(name, _signature(fn), "loss")
-
-
-def _norm_or_loss_module(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
-    """BatchNorm*d, InstanceNorm*d, GroupNorm and the loss modules as their functionals: the
-    statistics the module's forward uses in its current mode (eval: running statistics when it
-    tracks them), its weights as attrs."""
-    import torch.nn as nn
-    import torch.nn.functional as F
-    from torch.nn.modules.batchnorm import _BatchNorm
-    from torch.nn.modules.instancenorm import _InstanceNorm
-
-    def ref(name: str) -> AttrRef | None:
-        return AttrRef(f"{path}.{name}") if getattr(mod, name, None) is not None else None
-
-    stats = {"running_mean": ref("running_mean"), "running_var": ref("running_var"),
-             "weight": ref("weight"), "bias": ref("bias"), "eps": mod.eps} if isinstance(
-                 mod, (_BatchNorm, _InstanceNorm)) else {}
-    if isinstance(mod, _InstanceNorm):
-        return F.instance_norm, {**stats, "use_input_stats": mod.training
-                                 or not mod.track_running_stats}
-    if isinstance(mod, _BatchNorm):
-        return F.batch_norm, {**stats, "training": mod.training or mod.running_mean is None}
-    if isinstance(mod, nn.GroupNorm):
-        return F.group_norm, {"num_groups": mod.num_groups, "weight": ref("weight"),
-                              "bias": ref("bias"), "eps": mod.eps}
-    losses: dict[type, tuple[Any, tuple[str, ...]]] = {
-        nn.MSELoss: (F.mse_loss, ()), nn.L1Loss: (F.l1_loss, ()),
-        nn.SmoothL1Loss: (F.smooth_l1_loss, ("beta",)), nn.HuberLoss: (F.huber_loss, ("delta",)),
-        nn.KLDivLoss: (F.kl_div, ("log_target",)),
-        nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap")),
-    }
-    if type(mod) in losses:
-        fn, names = losses[type(mod)]
-        return fn, {"reduction": mod.reduction, **{n: getattr(mod, n) for n in names}}
-    return None
+    return norm_or_loss_module(mod, path, rank)
