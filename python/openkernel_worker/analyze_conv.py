@@ -1,15 +1,57 @@
 """The `conv` family of `analyze`: F.conv1d-3d, F.conv_transpose1d-3d and the nn.Conv / nn.ConvTranspose
-modules (analyze_ops.conv_module_form) as one canonical op of docs/graph-ir.md,
+modules as one canonical op of docs/graph-ir.md,
 `conv {dims, stride, padding, dilation, groups, transposed, output_padding}` over
-[input, weight, bias | None], every per-dim parameter a list of `dims` ints.
+[input, weight, bias | None], every per-dim parameter a list of `dims` ints: table entries
+(analyze_ops.table_entries), module forms (analyze_ops.module_form) and the Builder's family (a
+mixin of analyze_builder.Builder).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import inspect as pyinspect
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .analyze_ops import AttrRef, Spec
 
 if TYPE_CHECKING:  # analyze_builder imports this module's ConvFamilies
     from .analyze_builder import Builder
-    from .analyze_ops import Spec
+
+
+def conv_entries() -> Iterator[tuple[list[str], Spec]]:
+    """F.conv1d-3d and F.conv_transpose1d-3d: `conv` with its dims and transposed fixed."""
+    sig = pyinspect.signature
+    standard = sig(lambda input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1: None)
+    transposed = sig(lambda input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1: None)
+    for d in (1, 2, 3):
+        yield ([f"torch.nn.functional.conv{d}d", f"torch.conv{d}d"],
+               Spec("conv", standard, "conv", {"dims": d, "transposed": False}))
+        yield ([f"torch.nn.functional.conv_transpose{d}d", f"torch.conv_transpose{d}d"],
+               Spec("conv", transposed, "conv", {"dims": d, "transposed": True}))
+
+
+def conv_module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
+    """nn.Conv1d-3d and nn.ConvTranspose1d-3d with zero padding -> (their functional form, its
+    arguments but the input); None for any other module (or another padding_mode)."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    standard = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
+    transposed = {nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d,
+                  nn.ConvTranspose3d: F.conv_transpose3d}
+    kind = type(mod)
+    if kind not in standard and kind not in transposed:
+        return None
+    if getattr(mod, "padding_mode", "zeros") != "zeros":
+        return None
+    params: dict[str, Any] = {
+        "weight": AttrRef(f"{path}.weight"),
+        "bias": AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None,
+        "stride": tuple(mod.stride), "dilation": tuple(mod.dilation), "groups": mod.groups,
+        "padding": mod.padding if isinstance(mod.padding, str) else tuple(mod.padding)}
+    if kind in transposed:
+        params["output_padding"] = tuple(mod.output_padding)
+        return transposed[kind], params
+    return standard[kind], params
 
 
 def _per_dim(builder: Builder, b: dict[str, Any], name: str, dims: int) -> list[int]:

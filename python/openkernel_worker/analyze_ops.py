@@ -88,15 +88,15 @@ Entries = Iterator[tuple[list[str], Spec]]
 def table_entries() -> Entries:
     """(callables by dotted name, method names prefixed `Tensor.`) -> Spec; the first entry to name a
     callable wins."""
+    from .analyze_conv import conv_entries
+    from .analyze_norms import norm_and_loss_entries
+    from .analyze_window import window_entries
+
     yield from _elementwise_entries()
     yield from _reduction_entries()
     yield from _row_shape_and_vendor_entries()
-    from .analyze_norms import norm_and_loss_entries
-
     yield from norm_and_loss_entries()
-    yield from _conv_entries()
-    from .analyze_window import window_entries
-
+    yield from conv_entries()
     yield from window_entries()
 
 
@@ -230,44 +230,6 @@ def _matmul_structure_entries() -> Entries:
     yield ["torch.einsum"], Spec("matmul", sig(lambda equation, *operands: None), "einsum")
 
 
-def _conv_entries() -> Entries:
-    """F.conv1d-3d and F.conv_transpose1d-3d: `conv` with its dims and transposed fixed."""
-    sig = _signature
-    standard = sig(lambda input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1: None)
-    transposed = sig(lambda input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1: None)
-    for d in (1, 2, 3):
-        yield ([f"torch.nn.functional.conv{d}d", f"torch.conv{d}d"],
-               Spec("conv", standard, "conv", {"dims": d, "transposed": False}))
-        yield ([f"torch.nn.functional.conv_transpose{d}d", f"torch.conv_transpose{d}d"],
-               Spec("conv", transposed, "conv", {"dims": d, "transposed": True}))
-
-
-def conv_module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
-    """nn.Conv1d-3d and nn.ConvTranspose1d-3d with zero padding -> (their functional form, its
-    arguments but the input); None for any other module (or another padding_mode)."""
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    standard = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
-    transposed = {nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d,
-                  nn.ConvTranspose3d: F.conv_transpose3d}
-    kind = type(mod)
-    if kind not in standard and kind not in transposed:
-        return None
-    if getattr(mod, "padding_mode", "zeros") != "zeros":
-        return None
-    params: dict[str, Any] = {
-        "weight": AttrRef(f"{path}.weight"),
-        "bias": AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None,
-        "stride": tuple(mod.stride), "dilation": tuple(mod.dilation), "groups": mod.groups,
-        "padding": mod.padding if isinstance(mod.padding, str) else tuple(mod.padding)}
-    if kind in transposed:
-        params["output_padding"] = tuple(mod.output_padding)
-        return transposed[kind], params
-    return standard[kind], params
-
-
 _FUNCTIONS: dict[Any, Spec] = {}
 _METHODS: dict[str, Spec] = {}
 
@@ -327,14 +289,9 @@ def module_form(mod: Any, path: str,
         bias = AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None
         return F.layer_norm, {"normalized_shape": list(mod.normalized_shape), "weight": weight,
                               "bias": bias, "eps": mod.eps}
+    from .analyze_conv import conv_module_form
+    from .analyze_norms import norm_or_loss_module
     from .analyze_window import window_module_form
 
-    found = window_module_form(mod)
-    if found is not None:
-        return found
-    conv = conv_module_form(mod, path)
-    if conv is not None:
-        return conv
-    from .analyze_norms import norm_or_loss_module
-
-    return norm_or_loss_module(mod, path, rank)
+    return (window_module_form(mod) or conv_module_form(mod, path)
+            or norm_or_loss_module(mod, path, rank))
