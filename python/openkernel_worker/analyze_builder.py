@@ -8,10 +8,12 @@ import math
 import operator
 from typing import Any
 
+from .analyze_conv import ConvFamilies
 from .analyze_einsum import einsum_as_matmul
 from .analyze_ops import (DEFAULT_ONLY, IGNORED, VIEW_METHODS, AttrRef, Spec, module_form, resolve,
                           tables)
 from .analyze_trace import TensorInfo, holds_tensor
+from .analyze_norms import NormFamilies
 from .analyze_window import WindowFamilies
 from .compare import dtype_name
 
@@ -107,7 +109,7 @@ def _inplace_safe(node: Any, src: Any, order: dict[Any, int]) -> bool:
     return True
 
 
-class Builder(WindowFamilies):
+class Builder(WindowFamilies, NormFamilies, ConvFamilies):
     """Walks the traced graph once, in order, and collects the IR's nodes, attrs and types."""
 
     def __init__(self, gm: Any, values: dict[str, Any]) -> None:
@@ -338,7 +340,8 @@ class Builder(WindowFamilies):
     def convert_module(self, node: Any) -> None:
         mod = self.gm.get_submodule(str(node.target))
         self.module_types[str(node.target)] = type(mod).__name__
-        found = module_form(mod, str(node.target))
+        x = node.args[0] if node.args else None
+        found = module_form(mod, str(node.target), self.rank(x) if self.is_tensor(x) else None)
         if found is not None and len(node.args) >= 1 and not node.kwargs:
             fn, params = found
             spec = tables()[0][fn]
@@ -579,47 +582,3 @@ class Builder(WindowFamilies):
     def family_vendor(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
         args = [self.form(v) if v is not None else {"value": None} for v in b.values()]
         self.emit(node.name, spec.op, args, {}, node)
-
-
-    def family_normop(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
-        """batch_norm {training, eps}: [x, weight, bias, running_mean, running_var];
-        instance_norm {eps} and group_norm {num_groups, eps}: [x, weight, bias]."""
-        def optional(name: str) -> dict[str, Any]:
-            v = b.get(name)
-            return {"value": None} if v is None else self.tensor_arg(v, name)
-
-        args = [self.tensor_arg(b["input"], "the input"), optional("weight"), optional("bias")]
-        kwargs: dict[str, Any] = {"eps": float(self.constant(b["eps"], "eps"))}
-        if spec.op == "batch_norm":
-            training = bool(self.constant(b["training"], "training"))
-            if not training and (b.get("running_mean") is None or b.get("running_var") is None):
-                raise Unsupported("batch_norm in eval mode without running statistics")
-            args += [optional("running_mean"), optional("running_var")]
-            kwargs["training"] = training
-        elif spec.op == "instance_norm":
-            if not self.constant(b["use_input_stats"], "use_input_stats"):
-                raise Unsupported("instance_norm with running statistics")
-        else:
-            kwargs["num_groups"] = int(self.constant(b["num_groups"], "num_groups"))
-        self.emit(node.name, spec.op, args, kwargs, node)
-
-    def family_loss(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
-        """A loss: its tensor arguments in order, its other parameters as kwargs (reduction...);
-        the deprecated size_average/reduce only when unset."""
-        for legacy in ("size_average", "reduce"):
-            if b.pop(legacy, None) is not None:
-                raise Unsupported(f"{legacy}= is not expressible in {spec.op}")
-        args, kwargs = [], {}
-        for name, v in b.items():
-            if self.is_tensor(v):
-                args.append(self.form(v))
-            else:
-                kwargs[name] = _json(self.constant(v, name))
-        self.emit(node.name, spec.op, args, kwargs, node)
-
-    def family_conv(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
-        """F.convNd / F.conv_transposeNd and their modules: `conv` (analyze_conv.py)."""
-        from .analyze_conv import conv_node
-
-        args, kwargs = conv_node(self, spec, b)
-        self.emit(node.name, "conv", args, kwargs, node)

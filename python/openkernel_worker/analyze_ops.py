@@ -88,13 +88,15 @@ Entries = Iterator[tuple[list[str], Spec]]
 def table_entries() -> Entries:
     """(callables by dotted name, method names prefixed `Tensor.`) -> Spec; the first entry to name a
     callable wins."""
+    from .analyze_conv import conv_entries
+    from .analyze_norms import norm_and_loss_entries
+    from .analyze_window import window_entries
+
     yield from _elementwise_entries()
     yield from _reduction_entries()
     yield from _row_shape_and_vendor_entries()
-    yield from _norm_and_loss_entries()
-    yield from _conv_entries()
-    from .analyze_window import window_entries
-
+    yield from norm_and_loss_entries()
+    yield from conv_entries()
     yield from window_entries()
 
 
@@ -228,44 +230,6 @@ def _matmul_structure_entries() -> Entries:
     yield ["torch.einsum"], Spec("matmul", sig(lambda equation, *operands: None), "einsum")
 
 
-def _conv_entries() -> Entries:
-    """F.conv1d-3d and F.conv_transpose1d-3d: `conv` with its dims and transposed fixed."""
-    sig = _signature
-    standard = sig(lambda input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1: None)
-    transposed = sig(lambda input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                     groups=1, dilation=1: None)
-    for d in (1, 2, 3):
-        yield ([f"torch.nn.functional.conv{d}d", f"torch.conv{d}d"],
-               Spec("conv", standard, "conv", {"dims": d, "transposed": False}))
-        yield ([f"torch.nn.functional.conv_transpose{d}d", f"torch.conv_transpose{d}d"],
-               Spec("conv", transposed, "conv", {"dims": d, "transposed": True}))
-
-
-def conv_module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
-    """nn.Conv1d-3d and nn.ConvTranspose1d-3d with zero padding -> (their functional form, its
-    arguments but the input); None for any other module (or another padding_mode)."""
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    standard = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
-    transposed = {nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d,
-                  nn.ConvTranspose3d: F.conv_transpose3d}
-    kind = type(mod)
-    if kind not in standard and kind not in transposed:
-        return None
-    if getattr(mod, "padding_mode", "zeros") != "zeros":
-        return None
-    params: dict[str, Any] = {
-        "weight": AttrRef(f"{path}.weight"),
-        "bias": AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None,
-        "stride": tuple(mod.stride), "dilation": tuple(mod.dilation), "groups": mod.groups,
-        "padding": mod.padding if isinstance(mod.padding, str) else tuple(mod.padding)}
-    if kind in transposed:
-        params["output_padding"] = tuple(mod.output_padding)
-        return transposed[kind], params
-    return standard[kind], params
-
-
 _FUNCTIONS: dict[Any, Spec] = {}
 _METHODS: dict[str, Spec] = {}
 
@@ -284,9 +248,11 @@ def tables() -> tuple[dict[Any, Spec], dict[str, Spec]]:
     return _FUNCTIONS, _METHODS
 
 
-def module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
+def module_form(mod: Any, path: str,
+                rank: int | None = None) -> tuple[Any, dict[str, Any]] | None:
     """A module that is one of the canonical ops -> (the functional it equals, its arguments but
-    the input), or None for every other module (kept as op `module`)."""
+    the input), or None for every other module (kept as op `module`); `rank` is the input's rank
+    where it is a tensor (a norm module's form depends on it)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -323,71 +289,9 @@ def module_form(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
         bias = AttrRef(f"{path}.bias") if getattr(mod, "bias", None) is not None else None
         return F.layer_norm, {"normalized_shape": list(mod.normalized_shape), "weight": weight,
                               "bias": bias, "eps": mod.eps}
+    from .analyze_conv import conv_module_form
+    from .analyze_norms import norm_or_loss_module
     from .analyze_window import window_module_form
 
-    found = window_module_form(mod)
-    if found is not None:
-        return found
-    conv = conv_module_form(mod, path)
-    if conv is not None:
-        return conv
-    found = _norm_or_loss_module(mod, path)
-    if found is not None:
-        return found
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# The norm family (batch_norm, instance_norm, group_norm) and the losses.
-# ---------------------------------------------------------------------------------------------
-
-NORM_FUNCTIONS = ("batch_norm", "instance_norm", "group_norm")
-LOSS_FUNCTIONS = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-                  "triplet_margin_loss")
-
-
-def _norm_and_loss_entries() -> Entries:
-    """torch.nn.functional's norms and losses, bound by their own signatures."""
-    for name in NORM_FUNCTIONS:
-        fn = resolve(f"torch.nn.functional.{name}")
-        if fn is not None:
-            yield [f"torch.nn.functional.{name}"], Spec(name, _signature(fn), "normop")
-    for name in LOSS_FUNCTIONS:
-        fn = resolve(f"torch.nn.functional.{name}")
-        if fn is not None:
-            yield [f"torch.nn.functional.{name}"], Spec(name, _signature(fn), "loss")
-
-
-def _norm_or_loss_module(mod: Any, path: str) -> tuple[Any, dict[str, Any]] | None:
-    """BatchNorm*d, InstanceNorm*d, GroupNorm and the loss modules as their functionals: the
-    statistics the module's forward uses in its current mode (eval: running statistics when it
-    tracks them), its weights as attrs."""
-    import torch.nn as nn
-    import torch.nn.functional as F
-    from torch.nn.modules.batchnorm import _BatchNorm
-    from torch.nn.modules.instancenorm import _InstanceNorm
-
-    def ref(name: str) -> AttrRef | None:
-        return AttrRef(f"{path}.{name}") if getattr(mod, name, None) is not None else None
-
-    stats = {"running_mean": ref("running_mean"), "running_var": ref("running_var"),
-             "weight": ref("weight"), "bias": ref("bias"), "eps": mod.eps} if isinstance(
-                 mod, (_BatchNorm, _InstanceNorm)) else {}
-    if isinstance(mod, _InstanceNorm):
-        return F.instance_norm, {**stats, "use_input_stats": mod.training
-                                 or not mod.track_running_stats}
-    if isinstance(mod, _BatchNorm):
-        return F.batch_norm, {**stats, "training": mod.training or mod.running_mean is None}
-    if isinstance(mod, nn.GroupNorm):
-        return F.group_norm, {"num_groups": mod.num_groups, "weight": ref("weight"),
-                              "bias": ref("bias"), "eps": mod.eps}
-    losses: dict[type, tuple[Any, tuple[str, ...]]] = {
-        nn.MSELoss: (F.mse_loss, ()), nn.L1Loss: (F.l1_loss, ()),
-        nn.SmoothL1Loss: (F.smooth_l1_loss, ("beta",)), nn.HuberLoss: (F.huber_loss, ("delta",)),
-        nn.KLDivLoss: (F.kl_div, ("log_target",)),
-        nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap")),
-    }
-    if type(mod) in losses:
-        fn, names = losses[type(mod)]
-        return fn, {"reduction": mod.reduction, **{n: getattr(mod, n) for n in names}}
-    return None
+    return (window_module_form(mod) or conv_module_form(mod, path)
+            or norm_or_loss_module(mod, path, rank))

@@ -65,3 +65,23 @@ def test_deprecated_loss_arguments_stay_unknown(write: Write) -> None:
     r = run(write, reference("return F.mse_loss(x, y, reduce=False)", params="x, y",
                              inputs="[torch.rand(4, 8), torch.rand(4, 8)]"))
     assert ops(r) == ["unknown"]
+
+
+def test_unbatched_instance_norm_keeps_the_module_call(write: Write) -> None:
+    """InstanceNorm1d on [C, L] adds the batch dim itself: as F.instance_norm the channels would
+    be read as the batch, so the module call stays; on [N, C, L] it is instance_norm."""
+    r = run(write, reference("return self.inorm(x)", init="self.inorm = nn.InstanceNorm1d(4)",
+                             inputs="[torch.randn(4, 16)]"))
+    assert ops(r) == ["module"]
+    r = run(write, reference("return self.inorm(x)", init="self.inorm = nn.InstanceNorm1d(4)",
+                             inputs="[torch.randn(2, 4, 16)]"))
+    assert ops(r) == ["instance_norm"]
+
+
+def test_batch_norm_and_group_norm_of_a_matrix_are_batched(write: Write) -> None:
+    """BatchNorm1d and GroupNorm read a rank-2 input as [N, C]: their functional forms."""
+    r = run(write, reference("return self.gn(self.bn(x))",
+                             init="self.bn = nn.BatchNorm1d(4)\nself.gn = nn.GroupNorm(2, 4)",
+                             inputs="[torch.randn(5, 4)]"))
+    assert ops(r) == ["batch_norm", "group_norm"]
+    assert node(r, "batch_norm")["args"][0] == {"input": "x"}

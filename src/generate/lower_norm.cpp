@@ -187,9 +187,15 @@ int lower_triplet(Lowerer& l, const IrNode& n) {
 }
 
 // mse_loss, l1_loss, smooth_l1_loss {beta}, huber_loss {delta}, kl_div {log_target}: pointwise
-// terms of (input, target), then the reduction; triplet_margin_loss {margin, p, eps, swap}.
+// terms of (input, target), then the reduction; triplet_margin_loss {margin, p, eps, swap}. An
+// argument beyond those (a torch whose mse_loss takes weight=, say) is Unsupported, not dropped.
 int lower_loss(Lowerer& l, const IrNode& n) {
   const std::string& op = n.op;
+  const size_t reads = op == "triplet_margin_loss" ? 3 : 2;
+  const size_t given = n.json.value("args", json::array()).size();
+  if (given > reads)
+    throw Unsupported{
+        fmt::format("node {}: {} with {} tensor arguments, not {}", n.name, op, given, reads)};
   if (op == "triplet_margin_loss") return lower_triplet(l, n);
   Operand x = l.tensor_arg(n, 0), y = l.tensor_arg(n, 1);
   int terms = -1;

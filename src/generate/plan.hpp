@@ -66,8 +66,10 @@ Planned make_plan(const Graph& g, const Skills& skills);
 // S partial reductions per row (a row group of outer * S rows) and a finishing reduction over
 // the S partials, so make_plan() gives it two kernels instead of one program per row.
 // split_options(): the split counts worth trying for g, best prior first (the last, 1, is no
-// split); empty when no reduction qualifies. split_reductions(): g with every qualifying
-// reduction split into the largest divisor of its R not above `split` (1: g unchanged).
+// split), each a divisor some reduction is split into, no two splitting alike; empty when no
+// reduction qualifies or none has a divisor that leaves its partials 4096 elements.
+// split_reductions(): g with every qualifying reduction split into the largest divisor of its R not
+// above `split` (1: g unchanged).
 std::vector<int64_t> split_options(const Graph& g);
 Graph split_reductions(const Graph& g, int64_t split);
 

@@ -58,17 +58,29 @@ int64_t divisor_split(int64_t red, int64_t want) {
 
 std::vector<int64_t> split_options(const Graph& g) {
   int64_t ideal = 0, cap = 0;
+  std::vector<int64_t> reds;
   for (const Node& n : g.nodes) {
     if (!splittable(g, n)) continue;
     RowView v = row_view(g.values[n.args[0].value].shape, n.dims);
     int64_t want = next_pow2(kTargetPrograms / std::max<int64_t>(programs(v), 1));
     ideal = std::max(ideal, std::min(want, v.red / kMinPartial));
     cap = std::max(cap, v.red / kMinPartial);
+    reds.push_back(v.red);
   }
   if (ideal < 2) return {};
-  std::vector<int64_t> out{ideal};
-  if (ideal / 4 >= 2) out.push_back(ideal / 4);
-  if (ideal * 4 <= cap) out.push_back(ideal * 4);
+  std::vector<int64_t> wanted{ideal};
+  if (ideal / 4 >= 2) wanted.push_back(ideal / 4);
+  if (ideal * 4 <= cap) wanted.push_back(ideal * 4);
+  // Each count as the split it takes effect as, the largest divisor a reduction uses for it
+  // (split_reductions() with that divisor splits every reduction as the count did): a count that
+  // divides no reduction is dropped, two that split alike are one.
+  std::vector<int64_t> out;
+  for (int64_t want : wanted) {
+    int64_t s = 1;
+    for (int64_t red : reds) s = std::max(s, divisor_split(red, want));
+    if (s >= 2 && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  if (out.empty()) return {};
   out.push_back(1);  // no split: one program per row
   return out;
 }

@@ -96,6 +96,19 @@ TEST(GenerateSplit, ManyOrShortRowsAreNotSplit) {
   EXPECT_TRUE(ok::generate::split_options(lowered(sum_of(1, 4096, true))).empty());
 }
 
+TEST(GenerateSplit, EachOfferedCountSplitsAndNoTwoAlike) {
+  // R = 2 x 65537 (prime): the counts 32 and 8 both split it in 2, once; a prime R not at all.
+  EXPECT_EQ(ok::generate::split_options(lowered(sum_of(2, 65537, true))),
+            (std::vector<int64_t>{2, 1}));
+  EXPECT_TRUE(ok::generate::split_options(lowered(sum_of(1, 65537, true))).empty());
+  Proposal prime = must(sum_of(1, 65537, true), "cpu", 0, 0);
+  ASSERT_TRUE(prime.supported) << prime.reason;
+  for (const auto& c : prime.candidates) EXPECT_FALSE(c.params.contains("plan"));
+  // R = 3^9: the count 4 takes effect as 3, and is offered as 3.
+  EXPECT_EQ(ok::generate::split_options(lowered(sum_of(27, 729, true))),
+            (std::vector<int64_t>{3, 1}));
+}
+
 TEST(GenerateSplit, TheSplitIsAnAxisOfTheCandidates) {
   // x / ||x||: the norm split in two kernels, then the pointwise division.
   const json x = {{"input", "x"}};
@@ -200,6 +213,13 @@ TEST(GenerateLoss, EveryLossGeneratesOnEveryBackend) {
       ir(inputs,
          json::array({node("y", "mse_loss", {a, b}, json::array(), {{"reduction", "max"}})}), "y");
   EXPECT_EQ(must(bad, "cpu").reason, "node y: mse_loss with reduction=max");
+  // A tensor argument the lowering would not read (a weight=) is unsupported, not dropped.
+  json weighted = ir(inputs, json::array({node("y", "mse_loss", {a, b, c}, json::array())}), "y");
+  EXPECT_EQ(must(weighted, "cpu").reason, "node y: mse_loss with 3 tensor arguments, not 2");
+  json triplet4 =
+      ir(inputs, json::array({node("y", "triplet_margin_loss", {a, b, c, a}, json::array())}), "y");
+  EXPECT_EQ(must(triplet4, "cpu").reason,
+            "node y: triplet_margin_loss with 4 tensor arguments, not 3");
 }
 
 }  // namespace

@@ -79,6 +79,35 @@ def get_init_inputs():
     optimize_builtin(tmp_path, ref, [], VENDOR)
 
 
+def test_norms_of_a_matrix_are_correct_on_the_cpu(tmp_path: Path) -> None:
+    """BatchNorm1d (batch statistics) and GroupNorm on a rank-2 input read it as [N, C]."""
+    ref = tmp_path / "matrix_norms.py"
+    ref.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(8, track_running_stats=False)
+        self.gn = nn.GroupNorm(2, 8)
+        for p in self.parameters():
+            nn.init.uniform_(p, 0.5, 1.5)
+
+    def forward(self, x):
+        return self.gn(self.bn(x) * 2.0)
+
+
+def get_inputs():
+    return [torch.rand(6, 8) * 3.0]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [], VENDOR)
+
+
 GENERATE = BINARY.parent / "generate_candidates"
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 
