@@ -69,6 +69,31 @@ def test_deep_mode_profiles_each_new_best_before_the_heuristic_critic(tmp_path: 
     assert Path(prof["report_file"]).is_file() and prof["tool"]["profile_s"] >= 0
 
 
+def test_fast_mode_profiles_the_best_at_the_end_and_keeps_its_numbers(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    # the final profile adds the deep tier to the best's evaluation (row and summary) and leaves
+    # what the report reads from the evaluation as the evaluation measured it
+    stand_in(tmp_path, monkeypatch)
+    p, report = optimize(tmp_path, "--reference", str(FIXTURES / "optimize/rms_norm.py"),
+                         "--backend", "cpu", "--model", "builtin", "--mode", "fast",
+                         "--iterations", "1", "--seed", "7", "--json", "--out",
+                         str(tmp_path / "out"), *QUICK)
+    assert p.returncode == 0, p.stderr
+    assert report is not None and report["verdict"] == "correct", report
+    assert report["stop_reason"] == "iterations"
+    db = sqlite3.connect(tmp_path / "db.sqlite")
+    result = json.loads(db.execute("SELECT result FROM evaluations WHERE id=?",
+                                   (report["history"][0]["evaluation_id"],)).fetchone()[0])
+    assert result["profile"]["tier"] == "deep" and result["profile"]["kernel_table"] is not None
+    assert isinstance(result["runtime_us"]["stderr"], float)
+    assert report["runtime_stderr_us"] == result["runtime_us"]["stderr"]
+    assert report["eager_runtime_us"] == result["ref_runtime_us"]["median"]
+    assert report["eager_runtime_stderr_us"] == result["ref_runtime_us"]["stderr"]
+    assert report["flags"] == [f if isinstance(f, str) else f["name"] for f in result["flags"]]
+    d = diagnoses(tmp_path, report["session"])[0]
+    assert d["metrics"]["achieved_occupancy_pct"] == 18.5  # the final reading, recorded
+
+
 ASK = json.dumps({"bottleneck": "latency", "evidence": ["cannot tell without counters"],
                   "suggestions": [{"action": "profile it", "expected_gain": 0.1}],
                   "expected_gain": 0.1, "profile_request": True})
