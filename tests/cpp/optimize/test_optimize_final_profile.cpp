@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "../support/fake_worker.hpp"
+#include "../support/fixed_agents.hpp"
 #include "../support/temp_dir.hpp"
 #include "optimize/report.hpp"
 #include "optimize/session.hpp"
@@ -21,6 +22,8 @@
 
 using nlohmann::json;
 using namespace ok::optimize;
+using ok::testing::FixedGenerator;
+using ok::testing::NullCritic;
 
 namespace {
 
@@ -60,26 +63,6 @@ for line in sys.stdin:
                             "source": "candidate"}}
     print(json.dumps({"id": req["id"], "ok": True, "result": result}), flush=True)
 )py";
-
-class FixedGenerator final : public Generator {
- public:
-  std::string name() const override { return "fixed"; }
-  Generation next(const ProblemContext&, const std::vector<Attempt>&,
-                  const ok::search::Direction* d, ok::llm::StreamSink*) override {
-    Generation g;
-    g.source = "# candidate " + std::to_string(d ? d->sequence : 0) + "\n";
-    g.description = "a fixed candidate";
-    return g;
-  }
-};
-
-class NullCritic final : public Critic {
- public:
-  json diagnose(const ProblemContext&, const Attempt&, const json&, double& cost) override {
-    cost = 0;
-    return json{{"bottleneck", "none"}, {"evidence", json::array()}};
-  }
-};
 
 // One session on a fresh store and a GPU backend (the fake worker stands in for the device).
 struct ProfiledSession {
