@@ -164,21 +164,36 @@ def private_copy(path: str, folder: str, limit: int) -> tuple[str | None, str]:
     return dest, ""
 
 
-def demangle(names: list[str]) -> dict[str, str]:
+# At most this many bytes of names go to one c++filt run (on its command line).
+MAX_DEMANGLE_ARGS = 256 << 10
+
+
+def demangle(names: list[str], target: Target, timeout_s: float = 30) -> dict[str, str]:
     """{mangled: readable} for the mangled C++ names among `names` (CUDA kernels as Proton
-    reports them), by binutils' c++filt in a process of its own (a crafted name cannot crash
-    the worker); {} when c++filt is missing or fails (the names stay as they were)."""
-    todo = [n for n in dict.fromkeys(names) if proton_report.is_mangled(n)]
+    reports them), by binutils' c++filt in the candidate's sandbox profile (`target`'s, as the
+    ncu import: the names are the candidate's, and a crafted one may hit a demangler bug), with
+    a scratch folder of its own, time-boxed; {} when c++filt is missing, the sandbox cannot start
+    or c++filt fails (the names stay as they were)."""
+    todo, size = [], 0
+    for n in dict.fromkeys(names):
+        if proton_report.is_mangled(n) and size + len(n) + 1 <= MAX_DEMANGLE_ARGS:
+            todo.append(n)
+            size += len(n) + 1
     cxxfilt = shutil.which("c++filt")
     if not todo or cxxfilt is None:
         return {}
+    folder = tempfile.mkdtemp(prefix="openkernel-cxxfilt-")
     try:
-        r = subprocess.run([cxxfilt], input="\n".join(todo) + "\n", capture_output=True,
-                           text=True, timeout=30, env=sandbox.scrub_env(dict(os.environ)))
-    except (OSError, subprocess.TimeoutExpired, UnicodeError):
+        tools = [os.path.dirname(os.path.realpath(cxxfilt))]
+        argv, env = sandboxed([cxxfilt, "--", *todo], folder, target, tools)
+        run = run_bounded(argv, env, folder, timeout_s, "c++filt")
+    except SandboxUnavailable:
         return {}
-    out = r.stdout.splitlines()
-    return dict(zip(todo, out)) if r.returncode == 0 and len(out) == len(todo) else {}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    out = run.output.splitlines()
+    ok = run.limit is None and run.returncode == 0 and len(out) == len(todo)
+    return dict(zip(todo, out)) if ok else {}
 
 
 def _keep(report: str, dest: str) -> None:
@@ -206,7 +221,7 @@ def run_proton(target: Target, timeout_s: float) -> tuple[dict[str, Any] | None,
                 raise OSError(why)
             with open(hatchet) as f:
                 kernels = proton_report.parse_hatchet(json.load(f))
-            kernels = proton_report.demangled(kernels, demangle([k["name"] for k in kernels]))
+            kernels = proton_report.demangled(kernels, demangle([k["name"] for k in kernels], target))
         except (OSError, ValueError, RecursionError) as e:
             return None, Limit("profile_unreadable", f"Proton's output could not be read: {e}")
         finally:

@@ -124,14 +124,16 @@ MANGLED_RELU = "_Z11relu_kernelIfEvPKfPfi"  # nvcc's name for relu_kernel<float>
 
 
 @pytest.mark.skipif(not shutil.which("c++filt"), reason="binutils' c++filt is not installed")
-def test_proton_names_of_cuda_kernels_are_demangled(monkeypatch) -> None:
+def test_proton_names_of_cuda_kernels_are_demangled(tmp_path: Path, tiny_reference: str,
+                                                   monkeypatch) -> None:
     leaf = {"metrics": {"count": 1, "device_type": "CUDA", "time (ns)": 2000}, "children": []}
     odd = "_Z3foo\n$(touch /tmp/x)"  # not a plain symbol: never handed to c++filt
     tree = {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
         {**leaf, "frame": {"name": MANGLED_RELU}}, {**leaf, "frame": {"name": "softmax_kernel"}},
         {**leaf, "frame": {"name": odd}}]}
     kernels = proton_report.parse_hatchet(tree)
-    names = profiling.demangle([k["name"] for k in kernels])
+    t = target(tmp_path, tiny_reference)
+    names = profiling.demangle([k["name"] for k in kernels], t)
     assert names == {MANGLED_RELU: "void relu_kernel<float>(float const*, float*, int)"}
     kernels = proton_report.demangled(kernels, names)
     by_name = {k["name"]: k for k in kernels}
@@ -139,7 +141,26 @@ def test_proton_names_of_cuda_kernels_are_demangled(monkeypatch) -> None:
         MANGLED_RELU)
     assert "mangled_name" not in by_name["softmax_kernel"] and odd in by_name
     monkeypatch.setenv("PATH", "/nonexistent")  # no c++filt: the names stay as Proton gave them
-    assert profiling.demangle([MANGLED_RELU]) == {}
+    assert profiling.demangle([MANGLED_RELU], t) == {}
+
+
+@pytest.mark.skipif(not probe("gpu").ok, reason="bwrap cannot run here")
+def test_cxxfilt_runs_inside_the_candidates_sandbox(tmp_path: Path, tiny_reference: str,
+                                                    monkeypatch) -> None:
+    # the names come from the candidate's code: c++filt reads them in the sandbox, like the ncu
+    # import; a stand-in on PATH answers only there, and only for the names after "--"
+    tools = tmp_path / "binutils"
+    tools.mkdir()
+    fake_tool(tools, '[ "$(hostname)" = openkernel-sandbox ] || exit 1\n'
+                     '[ "$1" = -- ] || exit 1\nshift\nfor n; do echo "inside:$n"; done\n',
+              name="c++filt")
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    t = target(tmp_path, tiny_reference, no_sandbox=False)
+    names = [MANGLED_RELU, "_Z3foov", MANGLED_RELU, "softmax_kernel"]
+    assert profiling.demangle(names, t) == {MANGLED_RELU: f"inside:{MANGLED_RELU}",
+                                            "_Z3foov": "inside:_Z3foov"}
+    # outside the sandbox the stand-in fails: the names stay
+    assert profiling.demangle(names, target(tmp_path, tiny_reference)) == {}
 
 
 @pytest.mark.parametrize("data", [[], {}, [1], "x", [{"metrics": {}}]])

@@ -120,6 +120,8 @@ class Loop {
   bool profile_into(Attempt& a, nlohmann::json& result, const std::string& why);
   bool wants_best_profile(const Attempt& a) const;
   ProfileStep serve_profile_request(Flight& f);
+  bool final_profile_allowed() const;
+  nlohmann::json recorded_profile(const Attempt& a) const;
   void profile_final_best();
   // loop_search.cpp: the planner and the population.
   util::Result<void> prepare_search();

@@ -1,13 +1,15 @@
 // Deep profiles inside optimize (docs/profiling.md, "In optimize"): the worker's `profile` op
 // (eval::profile_candidate) on the session's device, between evaluations, for
 //   - a new best, before its diagnosis, with --mode deep (each improvement);
-//   - the session's best at its end, when it has no deep profile yet (any mode);
+//   - the session's best at its end, when it has no deep profile yet (any mode), after a search
+//     that ran its course (iterations, exhausted, speed_of_light) with device time left;
 //   - an attempt whose diagnosis asks for one (`"profile_request": true`), at most
 //     kCriticProfiles per session: the critic then diagnoses it again with the profile.
 // Only correct candidates on a GPU backend (or the CPU with OPENKERNEL_PROFILE_ON_CPU=1, for the
 // tests' recorded stand-in for ncu) are profiled; the worker caches profiles by source hash, so a
-// candidate is profiled at most once. A profile never fails the session: a worker error is a
-// warning, a profiler's limit a flag in the profile (the critic quotes it as evidence).
+// candidate is profiled at most once. A profile taken after its attempt was recorded replaces the
+// `profile` of the evaluation row's result JSON. A profile never fails the session: a worker error
+// is a warning, a profiler's limit a flag in the profile (the critic quotes it as evidence).
 #include <fmt/core.h>
 
 #include <cstdlib>
@@ -86,7 +88,17 @@ bool Loop::profile_into(Attempt& a, json& result, const std::string& why) {
   if (!result.contains("profile") || !result["profile"].is_object())
     result["profile"] = json::object();
   result["profile"].update(*p);
-  a.summary = summarize_result(result);
+  // Only the summary's profile changes: its times, flags and roofline (which the report and the
+  // sweep's TSV read) and what the loop added (compile_runtime_us) stand.
+  if (!a.summary.is_object()) a.summary = json::object();
+  a.summary["profile"] = summarize_result(json{{"profile", result["profile"]}})["profile"];
+  // An attempt already recorded: its evaluation row gets the profile too (the dashboard's
+  // measured panels read it); one not yet recorded is stored with it.
+  if (a.evaluation_id)
+    if (auto w = deps_.store->update_evaluation_profile(*a.evaluation_id, result["profile"].dump());
+        !w)
+      observer_.warning(fmt::format("the deep profile of attempt {} was not stored: {}", a.number,
+                                    w.error().message));
   observer_.search_decision(
       standing(), -1, "deep_profile",
       fmt::format("attempt {} ({}): {} in {:.1f} s", a.number, why, profile_note(*p), seconds));
@@ -124,14 +136,32 @@ ProfileStep Loop::serve_profile_request(Flight& f) {
   return ProfileStep::kStarted;
 }
 
+// The final profile only after a search that ran its course, with device time left: not after
+// a lost worker (its restart would allocate a host just to profile), nor past a time budget.
+bool Loop::final_profile_allowed() const {
+  const std::string& why = outcome_.stop_reason;
+  if (why != "iterations" && why != "exhausted" && why != "speed_of_light") return false;
+  return !options_.budget_device_s || device_busy_s_ < *options_.budget_device_s;
+}
+
+// The stored profile of `a`'s evaluation (full, with the basic tier's tables), else the one its
+// summary keeps.
+json Loop::recorded_profile(const Attempt& a) const {
+  if (a.evaluation_id)
+    if (auto text = deps_.store->evaluation_result(*a.evaluation_id); text && *text) {
+      json r = json::parse(**text, nullptr, false);
+      if (r.is_object() && r.contains("profile") && r["profile"].is_object()) return r["profile"];
+    }
+  return a.summary.is_object() ? a.summary.value("profile", json::object()) : json::object();
+}
+
 // The session's best gets a deep profile when it has none (fast mode; resumed sessions): its
 // diagnosis gains the profile's evidence (the heuristic reading: no model call), recorded.
 void Loop::profile_final_best() {
-  if (!outcome_.best || !profiles_possible() || cancelled()) return;
+  if (!outcome_.best || !profiles_possible() || cancelled() || !final_profile_allowed()) return;
   Attempt& b = outcome_.attempts[*outcome_.best];
   if (b.path.empty() || tier_of(b.summary) == "deep") return;
-  json r = {{"profile",
-             b.summary.is_object() ? b.summary.value("profile", json::object()) : json::object()}};
+  json r = {{"profile", recorded_profile(b)}};
   if (!profile_into(b, r, "the session's best")) return;
   if (!b.diagnosis.is_object()) return;
   profile::refine_diagnosis(b.diagnosis, r["profile"]);

@@ -235,6 +235,15 @@ util::Result<std::optional<std::string>> Store::evaluation_result(int64_t id) {
   return st->first_row([](const Statement& row) { return row.col_text(0); });
 }
 
+util::Result<void> Store::update_evaluation_profile(int64_t id, const std::string& profile_json) {
+  auto st = db_.prepare(
+      "UPDATE evaluations SET result = json_set(result, '$.profile', json(?2)) WHERE id = ?1");
+  if (!st) return std::unexpected(st.error());
+  st->bind(1, id).bind(2, profile_json);
+  if (auto r = st->run(); !r) return std::unexpected(r.error());
+  return {};
+}
+
 util::Result<void> Store::transaction(const std::function<util::Result<void>()>& body) {
   if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
   auto r = body();

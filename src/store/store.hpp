@@ -202,6 +202,10 @@ class Store {
   util::Result<std::vector<AttemptRow>> attempts(const std::string& session);
   // The worker's full result JSON of evaluation `id` (nullopt when there is no such row).
   util::Result<std::optional<std::string>> evaluation_result(int64_t id);
+  // A deep profile taken after evaluation `id` was recorded (optimize's final and critic-asked
+  // profiles): replaces the `profile` key of its result JSON with `profile_json` (an object),
+  // nothing else; no such row is not an error.
+  util::Result<void> update_evaluation_profile(int64_t id, const std::string& profile_json);
 
   // The trace export's reads (store_traces.cpp): every session, oldest first; a candidate's
   // source; a session's LLM calls in the order they were recorded.

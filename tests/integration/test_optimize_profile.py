@@ -3,8 +3,9 @@ optimize"): a recorded stand-in for Nsight Compute (python/tests/data/profiling/
 the profiled forward of the real CPU candidate as ncu would and prints a recorded raw page) with
 OPENKERNEL_PROFILE_ON_CPU=1, so the worker's real path runs (profile op, sandbox, report copy,
 import, parse, cache). A low-occupancy page makes the heuristic critic's diagnosis an occupancy
-move; the model critic (llm_stub.py) asks for a profile and is asked again with the metrics; with
-no ncu the session finishes with the flags as evidence.
+move; in fast mode the best is profiled at the session's end (its evaluation row gains the profile,
+the report's numbers stay the evaluation's); the model critic (llm_stub.py) asks for a profile and
+is asked again with the metrics; with no ncu the session finishes with the flags as evidence.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_optimize_profile.py
 """
@@ -46,27 +47,51 @@ def diagnoses(tmp_path: Path, session: str) -> list[dict[str, Any]]:
     return [json.loads(r[0]) if r[0] else {} for r in rows]
 
 
-def test_deep_mode_profiles_each_new_best_before_the_heuristic_critic(tmp_path: Path,
-                                                                      monkeypatch) -> None:
-    stand_in(tmp_path, monkeypatch)
+def rms_norm_session(tmp_path: Path, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A correct one-attempt session of the builtin model on the RMS norm fixture in `mode`: its
+    report and its evaluation's stored result JSON."""
     p, report = optimize(tmp_path, "--reference", str(FIXTURES / "optimize/rms_norm.py"),
-                         "--backend", "cpu", "--model", "builtin", "--mode", "deep",
+                         "--backend", "cpu", "--model", "builtin", "--mode", mode,
                          "--iterations", "1", "--seed", "7", "--json", "--out",
                          str(tmp_path / "out"), *QUICK)
     assert p.returncode == 0, p.stderr
     assert report is not None and report["verdict"] == "correct", report
+    db = sqlite3.connect(tmp_path / "db.sqlite")
+    result = json.loads(db.execute("SELECT result FROM evaluations WHERE id=?",
+                                   (report["history"][0]["evaluation_id"],)).fetchone()[0])
+    return report, result
+
+
+def test_deep_mode_profiles_each_new_best_before_the_heuristic_critic(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    stand_in(tmp_path, monkeypatch)
+    report, result = rms_norm_session(tmp_path, "deep")
     assert report["history"][0]["bottleneck"] == "occupancy"
     d = diagnoses(tmp_path, report["session"])[0]
     assert d["metrics"]["achieved_occupancy_pct"] == 18.5
     assert d["metrics"]["occupancy_limiter"] == "registers"
     assert any("cut registers per thread" in s["action"] for s in d["suggestions"])
     assert any("swish_kernel" in e and "achieved occupancy" in e for e in d["evidence"]), d
-    db = sqlite3.connect(tmp_path / "db.sqlite")
-    result = json.loads(db.execute("SELECT result FROM evaluations WHERE id=?",
-                                   (report["history"][0]["evaluation_id"],)).fetchone()[0])
     prof = result["profile"]
     assert prof["tier"] == "deep" and prof["kernel_table"] is not None  # basic keys kept
     assert Path(prof["report_file"]).is_file() and prof["tool"]["profile_s"] >= 0
+
+
+def test_fast_mode_profiles_the_best_at_the_end_and_keeps_its_numbers(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    # the final profile adds the deep tier to the best's evaluation (row and summary) and leaves
+    # what the report reads from the evaluation as the evaluation measured it
+    stand_in(tmp_path, monkeypatch)
+    report, result = rms_norm_session(tmp_path, "fast")
+    assert report["stop_reason"] == "iterations"
+    assert result["profile"]["tier"] == "deep" and result["profile"]["kernel_table"] is not None
+    assert isinstance(result["runtime_us"]["stderr"], float)
+    assert report["runtime_stderr_us"] == result["runtime_us"]["stderr"]
+    assert report["eager_runtime_us"] == result["ref_runtime_us"]["median"]
+    assert report["eager_runtime_stderr_us"] == result["ref_runtime_us"]["stderr"]
+    assert report["flags"] == [f if isinstance(f, str) else f["name"] for f in result["flags"]]
+    d = diagnoses(tmp_path, report["session"])[0]
+    assert d["metrics"]["achieved_occupancy_pct"] == 18.5  # the final reading, recorded
 
 
 ASK = json.dumps({"bottleneck": "latency", "evidence": ["cannot tell without counters"],

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../support/fake_worker.hpp"
+#include "../support/fixed_agents.hpp"
 #include "../support/temp_dir.hpp"
 #include "optimize/frontend.hpp"
 #include "optimize/session.hpp"
@@ -22,6 +23,8 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace ok::optimize;
+using ok::testing::FixedGenerator;
+using ok::testing::NullCritic;
 using namespace std::chrono_literals;
 
 namespace {
@@ -43,26 +46,6 @@ for line in sys.stdin:
                             "source": "candidate"}}
     print(json.dumps({"id": req["id"], "ok": True, "result": result}), flush=True)
 )py";
-
-class FixedGenerator final : public Generator {
- public:
-  std::string name() const override { return "fixed"; }
-  Generation next(const ProblemContext&, const std::vector<Attempt>&,
-                  const ok::search::Direction* d, ok::llm::StreamSink*) override {
-    Generation g;
-    g.source = "# candidate " + std::to_string(d ? d->sequence : 0) + "\n";
-    g.description = "a fixed candidate";
-    return g;
-  }
-};
-
-class NullCritic final : public Critic {
- public:
-  json diagnose(const ProblemContext&, const Attempt&, const json&, double& cost) override {
-    cost = 0;
-    return json{{"bottleneck", "none"}};
-  }
-};
 
 // Records "kind number text" for each event, lets the test wait for one, and runs a hook (on the
 // session's thread) when a generation is issued.
