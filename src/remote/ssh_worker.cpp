@@ -79,11 +79,13 @@ std::string remote_launch_command(const RemoteWorkerOptions& opts, const std::st
 }
 
 std::string remote_stop_command(long pid, int grace_s) {
-  // After the grace: the worker's descendants (from `ps`, as its watchdog finds them in /proc),
-  // each one's process group but the worker's own unless it leads it, then each one, then it.
+  // Gone: no such process, or a zombie (it holds nothing). After the grace: the worker's
+  // descendants (from `ps`, as its watchdog finds them in /proc), each one's process group but the
+  // worker's own unless it leads it, then each one, then it.
   const std::string script = fmt::format(
       "p={}; ps -o args= -p $p 2>/dev/null | grep -q openkernel_worker || exit 0; "
-      "kill -TERM $p 2>/dev/null; i=0; while [ $i -lt {} ]; do kill -0 $p 2>/dev/null || exit 0; "
+      "kill -TERM $p 2>/dev/null; i=0; while [ $i -lt {} ]; do ps -o stat= -p $p 2>/dev/null | "
+      "grep -q '^[^Z]' || exit 0; "
       "sleep 1; i=$((i+1)); done; "
       "for x in $(ps -e -o pid= -o ppid= -o pgid= 2>/dev/null | awk -v r=$p '"
       "{{ up[$1] = $2; g[$1] = $3 }} END {{ d[r] = 1; do {{ n = 0; for (x in up) "
