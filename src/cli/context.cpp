@@ -176,10 +176,15 @@ util::Result<eval::Worker> start_worker(const config::Config& cfg, const std::st
     so.resource_root = util::resource_root();
     so.env_set = env;
     so.cancel = cancel;
-    // A sweep slot's GPU (--gpus) chooses the host's GPU, as it chooses a local one.
+    const bool slurm = so.host.kind == remote::EvalHost::Kind::kSlurm;
+    // A sweep slot's GPU (--gpus) chooses an ssh host's GPU, as it chooses a local one; in a SLURM
+    // allocation SLURM chooses (what it set for the step is left alone).
     if (auto gpus = util::getenv_str("CUDA_VISIBLE_DEVICES");
-        gpus && !env.contains("CUDA_VISIBLE_DEVICES"))
+        gpus && !slurm && !env.contains("CUDA_VISIBLE_DEVICES"))
       so.env_set["CUDA_VISIBLE_DEVICES"] = *gpus;
+    // A worker that is to see no GPU (the build worker) asks SLURM for none either.
+    if (slurm && env.contains("CUDA_VISIBLE_DEVICES") && env.at("CUDA_VISIBLE_DEVICES").empty())
+      so.host.srun_args = remote::without_gpu_requests(so.host.srun_args);
     return remote::start_remote_worker(so);
   }
   std::optional<std::string> configured;

@@ -277,20 +277,23 @@ optimize::Dependencies dependencies(eval::Worker& worker, store::Store& st,
                                     const FrontEnd& fe) {
   optimize::Dependencies deps;
   deps.worker = &worker;
-  deps.restart_worker = [&cfg, &o] { return start_worker(cfg, o.python, {}, o.eval_host); };
+  // Ctrl-C stops a worker that is still starting (or waiting for its SLURM allocation).
+  deps.cancel = fe.cancel ? fe.cancel : &util::cancel_flag();
+  deps.restart_worker = [&cfg, &o, cancel = deps.cancel] {
+    return start_worker(cfg, o.python, {}, o.eval_host, cancel);
+  };
   deps.store = &st;
   deps.generator = agents.generator();
   deps.critic = agents.critic();
   deps.ledger = agents.ledger();
-  deps.cancel = fe.cancel ? fe.cancel : &util::cancel_flag();
   deps.control = fe.control;
   deps.cache_dir = util::cache_dir().string();
   if (optimize::prebuild_wanted(opts)) {
     deps.prebuild_slots = optimize::default_prebuild_slots(std::thread::hardware_concurrency());
-    deps.start_build_worker = [&cfg, &o] {
+    deps.start_build_worker = [&cfg, &o, cancel = deps.cancel] {
       return start_worker(cfg, o.python,
                           {{"CUDA_VISIBLE_DEVICES", ""}, {"OPENKERNEL_WORKER_PRIORITY", "idle"}},
-                          o.eval_host);
+                          o.eval_host, cancel);
     };
   }
   return deps;

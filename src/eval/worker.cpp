@@ -142,6 +142,16 @@ void Worker::close_channel() noexcept {
   if (transport_) transport_->close(proc_);
 }
 
+void Worker::stop() noexcept {
+  close_channel();
+  transport_.reset();  // closed once: its successor is reached afresh, never through this one
+  alive_ = false;
+  if (proc_.pid() > 0 && !proc_.try_wait()) {
+    proc_.kill_group(SIGKILL);
+    (void)proc_.wait();
+  }
+}
+
 util::Result<json> Worker::call(json request, std::chrono::seconds timeout,
                                 const std::atomic<bool>* cancel) {
   if (!transport_) return call_direct(std::move(request), timeout, cancel);

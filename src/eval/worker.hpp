@@ -108,6 +108,9 @@ class Worker {
   util::Result<nlohmann::json> call_direct(nlohmann::json request, std::chrono::seconds timeout,
                                            const std::atomic<bool>* cancel = nullptr);
   const Transport* transport() const { return transport_.get(); }
+  // Lets the worker go now, as destroying it would (its transport's close first: a SLURM
+  // allocation released or cancelled), before a successor is started; it is not alive after.
+  void stop() noexcept;
 
   const nlohmann::json& hello() const { return hello_; }
   static Worker adopt(util::Subprocess p, nlohmann::json hello) {

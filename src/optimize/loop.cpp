@@ -377,14 +377,9 @@ util::Result<void> Loop::take_evaluator_error(Flight& f, const util::Error& erro
   a.error = error.message;
   if (error.kind == ErrorKind::kRemoteLost) {
     // The remote host was lost twice: an evaluation row flagged remote_lost (docs/remote.md).
-    eval::EvalRequest req;
-    req.reference = options_.reference;
-    req.candidate = a.path;
-    req.backend = options_.backend;
-    req.overrides = options_.overrides;
     auto ids = eval::record_lost_evaluation(
         *deps_.store, {problem_.name, options_.reference, options_.level, options_.number}, a.path,
-        req, error.message, session_id_);
+        request_for(a), error.message, session_id_);
     if (!ids) return std::unexpected(ids.error());
     a.evaluation_id = ids->evaluation_id;
     f.candidate_id = ids->candidate_id;
@@ -393,7 +388,14 @@ util::Result<void> Loop::take_evaluator_error(Flight& f, const util::Error& erro
     f.stop = "error";
     return record_attempt(f);
   }
+  // The old worker goes first: a SLURM allocation it holds is released (or cancelled) before
+  // its successor asks for one, which could otherwise queue behind it (docs/remote.md).
+  deps_.worker->stop();
   auto w = deps_.restart_worker();
+  if (!w && w.error().kind == ErrorKind::kCancelled) {
+    f.stop = "interrupted";  // Ctrl-C while the successor started (or waited for its allocation)
+    return record_attempt(f);
+  }
   if (!w) {
     outcome_.error = "the evaluation worker could not be restarted: " + w.error().message;
     f.stop = "error";

@@ -80,6 +80,43 @@ util::Result<EvalHost> parse_eval_host(std::string_view text) {
   return h;
 }
 
+std::vector<std::string> without_gpu_requests(const std::vector<std::string>& args) {
+  static const std::vector<std::string> gpu_options = {
+      "--gpus",        "--gpus-per-node",  "--gpus-per-socket", "--gpus-per-task", "--cpus-per-gpu",
+      "--mem-per-gpu", "--ntasks-per-gpu", "--gpu-bind",        "--gpu-freq"};
+  // --gres=gpu:1,tmpfs:10G keeps tmpfs:10G; nothing left: the option goes.
+  auto non_gpu_gres = [](std::string_view value) {
+    std::string kept;
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t end = std::min(value.find(',', start), value.size());
+      std::string_view entry = value.substr(start, end - start);
+      if (!entry.empty() && !entry.starts_with("gpu"))
+        kept += (kept.empty() ? "" : ",") + std::string(entry);
+      start = end + 1;
+    }
+    return kept;
+  };
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const std::string name = a.substr(0, a.find('='));
+    const bool has_value = a.find('=') != std::string::npos;
+    if (name == "--gres") {
+      std::string value =
+          has_value ? a.substr(a.find('=') + 1) : (i + 1 < args.size() ? args[++i] : "");
+      if (auto kept = non_gpu_gres(value); !kept.empty()) out.push_back("--gres=" + kept);
+    } else if (std::find(gpu_options.begin(), gpu_options.end(), name) != gpu_options.end()) {
+      if (!has_value) ++i;  // its value is the next word
+    } else if (a == "-G") {
+      ++i;
+    } else if (!a.starts_with("-G")) {  // -G2: the value attached
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
 std::optional<std::vector<std::string>> split_words(std::string_view text) {
   std::vector<std::string> words;
   std::string word;

@@ -54,6 +54,12 @@ struct EvalHost {
 // for an ssh option, a port outside 1-65535, a path or query; for slurm, an unclosed quote.
 util::Result<EvalHost> parse_eval_host(std::string_view text);
 
+// srun's options `args` without what asks for GPUs, for a worker that uses none (optimize's build
+// worker): --gres's gpu entries (its other resources kept), -G/--gpus, --gpus-per-*,
+// --cpus-per-gpu, --mem-per-gpu, --ntasks-per-gpu, --gpu-bind and --gpu-freq, in their
+// --opt=VALUE, --opt VALUE and -GVALUE forms.
+std::vector<std::string> without_gpu_requests(const std::vector<std::string>& args);
+
 // Splits `text` into words as a POSIX shell would, without expanding anything: blanks separate,
 // '...' is literal, "..." keeps \ \" \$ \` as escapes, a backslash outside quotes escapes
 // the next character. nullopt for an unclosed quote or a trailing backslash.

@@ -12,14 +12,14 @@
 // filesystem is assumed), and the bootstrap unpacks it, marks it READY and execs the worker with
 // the watchdog on and KEY=VALUE in its environment.
 //
-// The allocation ends with the step: when the engine lets the worker go (its Worker destroyed or
-// replaced) srun's input is closed, the idle worker exits and srun with it; a srun that has not
-// ended 15 s later, or that was killed (Ctrl-C, a timeout), is followed by `scancel --name` of its
-// job (also after a start that failed: the allocation may have been granted). When the
-// engine dies, srun's input ends, the worker's watchdog stops it and the job ends the same way. A
-// job that ends under a request (expired, pre-empted, scancel) is a lost channel: retried once in
-// a fresh allocation after `scancel` of the old one (transport.hpp), then kRemoteLost.
-// Not thread-safe, like every Worker.
+// The allocation ends with the step: when the engine lets the worker go (its Worker destroyed,
+// replaced or stopped: optimize stops it before starting its successor) srun's input is closed, the
+// idle worker exits and srun with it; a srun that has not ended 15 s later, or that was killed
+// (Ctrl-C, a timeout), is followed by `scancel --name` of its job (also after a start that failed:
+// the allocation may have been granted). When the engine dies, srun's input ends, the worker's
+// watchdog stops it and the job ends the same way. A job that ends under a request (expired,
+// pre-empted, scancel) is a lost channel: retried once in a fresh allocation after `scancel` of the
+// old one (transport.hpp), then kRemoteLost. Not thread-safe, like every Worker.
 #pragma once
 
 #include <string>

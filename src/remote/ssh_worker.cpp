@@ -15,7 +15,7 @@ using util::fail;
 
 namespace {
 
-constexpr std::chrono::seconds kStopTimeout{20};
+constexpr std::chrono::seconds kStopTimeout{kStopGraceSeconds + 20};
 
 std::string remote_launch(const RemoteWorkerOptions& o, const std::string& hash) {
   std::string exports = fmt::format(
@@ -78,12 +78,21 @@ std::string remote_launch_command(const RemoteWorkerOptions& opts, const std::st
   return remote_launch(opts, hash);
 }
 
-std::string remote_stop_command(long pid) {
+std::string remote_stop_command(long pid, int grace_s) {
+  // Gone: no such process, or a zombie (it holds nothing). After the grace: the worker's
+  // descendants (from `ps`, as its watchdog finds them in /proc), each one's process group but the
+  // worker's own unless it leads it, then each one, then it.
   const std::string script = fmt::format(
       "p={}; ps -o args= -p $p 2>/dev/null | grep -q openkernel_worker || exit 0; "
-      "kill -TERM $p 2>/dev/null; for i in 1 2 3; do kill -0 $p 2>/dev/null || exit 0; sleep 1; "
-      "done; kill -KILL $p 2>/dev/null; exit 0",
-      pid);
+      "kill -TERM $p 2>/dev/null; i=0; while [ $i -lt {} ]; do ps -o stat= -p $p 2>/dev/null | "
+      "grep -q '^[^Z]' || exit 0; "
+      "sleep 1; i=$((i+1)); done; "
+      "for x in $(ps -e -o pid= -o ppid= -o pgid= 2>/dev/null | awk -v r=$p '"
+      "{{ up[$1] = $2; g[$1] = $3 }} END {{ d[r] = 1; do {{ n = 0; for (x in up) "
+      "if (!(x in d) && (up[x] in d)) {{ d[x] = 1; n++ }} }} while (n); for (x in d) {{ "
+      "if (g[x] != g[r] || (x == r && g[r] == r)) print \"-\" g[x]; if (x != r) print x }} }}' "
+      "| sort -u); do kill -KILL $x 2>/dev/null; done; kill -KILL $p 2>/dev/null; exit 0",
+      pid, grace_s);
   return "sh -c " + shell_quote(script);
 }
 

@@ -42,7 +42,10 @@ util::Result<eval::Worker> start_ssh_worker(const RemoteWorkerOptions& opts);
 std::string remote_launch_command(const RemoteWorkerOptions& opts, const std::string& hash);
 
 // The `sh -c` text that stops the worker `pid` on the host (exposed for tests): SIGTERM (its
-// watchdog then kills its candidates), SIGKILL 3 s later; only when that process is a worker.
-std::string remote_stop_command(long pid);
+// watchdog then kills its candidates); when it still runs `grace_s` seconds later (its cleanup
+// stuck), SIGKILL to every process below it and their process groups (as the watchdog would), then
+// to it and its group when it leads one. Only when that process is a worker.
+inline constexpr int kStopGraceSeconds = 10;
+std::string remote_stop_command(long pid, int grace_s = kStopGraceSeconds);
 
 }  // namespace ok::remote

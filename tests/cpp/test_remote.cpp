@@ -4,7 +4,9 @@
 // against scripted workers. The real ssh path: tests/integration/test_remote_ssh.py.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "eval/worker.hpp"
@@ -155,6 +157,53 @@ TEST(RemoteShell, StopCommandStopsOnlyAWorker) {
   EXPECT_TRUE(worker.try_wait() ||
               (std::this_thread::sleep_for(std::chrono::milliseconds(300)), worker.try_wait()));
   EXPECT_FALSE(other.try_wait());
+}
+
+// A worker whose SIGTERM cleanup never ends: after the grace its candidates (one in a process
+// group of its own, one in the worker's) go with it.
+TEST(RemoteShell, StopCommandKillsWhatAStuckWorkerStarted) {
+  ok::util::SpawnOptions so;
+  so.argv = {"/usr/bin/python3", "-c",
+             "import signal, subprocess, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: None)\n"
+             "a = subprocess.Popen(['sleep', '120'], start_new_session=True)\n"
+             "b = subprocess.Popen(['sleep', '120'])\n"
+             "print(a.pid, b.pid, flush=True)\n"
+             "time.sleep(120)\n",
+             "openkernel_worker"};
+  auto worker = ok::util::Subprocess::spawn(so);
+  ASSERT_TRUE(worker);
+  auto line = worker->read_line(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  ASSERT_TRUE(line);
+  long a = 0, b = 0;
+  ASSERT_EQ(std::sscanf(line->c_str(), "%ld %ld", &a, &b), 2);
+  auto r = ok::util::run_capture({"sh", "-c", remote::remote_stop_command(worker->pid(), 1)},
+                                 std::chrono::seconds(20));
+  ASSERT_TRUE(r);
+  auto gone = [](long pid) {  // absent, or a zombie nobody has reaped yet
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    auto close = text.rfind(')');
+    return close == std::string::npos || text.substr(close + 2, 1) == "Z";
+  };
+  for (int i = 0; i < 40 && !(gone(a) && gone(b)); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(gone(a));
+  EXPECT_TRUE(gone(b));
+  EXPECT_TRUE(worker->try_wait() ||
+              (std::this_thread::sleep_for(std::chrono::milliseconds(300)), worker->try_wait()));
+}
+
+TEST(RemoteSlurm, BuildWorkerAsksForNoGpu) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(remote::without_gpu_requests(V{"--partition=gpu", "--gres=gpu:1", "--time=30"}),
+            (V{"--partition=gpu", "--time=30"}));
+  EXPECT_EQ(remote::without_gpu_requests(V{"--gres", "gpu:a100:2,tmpfs:10G", "-N1"}),
+            (V{"--gres=tmpfs:10G", "-N1"}));
+  EXPECT_EQ(remote::without_gpu_requests(V{"-G", "2", "-G1", "--gpus=1", "--gpus-per-task", "1",
+                                           "--cpus-per-gpu=4", "--mem-per-gpu=8G",
+                                           "--gpu-bind=closest", "--comment=gpu job", "-p", "gpu"}),
+            (V{"--comment=gpu job", "-p", "gpu"}));
 }
 
 TEST(RemoteShell, QuotingSurvivesASh) {
@@ -334,4 +383,20 @@ TEST(WorkerConnect, RefusesAnotherProtocolVersion) {
                            std::to_string(eval::kProtocolVersion + 1) +
                            ", this openkernel speaks " + std::to_string(eval::kProtocolVersion);
   EXPECT_NE(w.error().message.find(says), std::string::npos) << w.error().message;
+}
+
+// A worker let go before its successor starts (optimize's restart): its transport closes the
+// channel once, there and then (srun's allocation released), and nothing reconnects through it.
+TEST(WorkerTransport, StopClosesTheChannelOnceAndNeverReconnects) {
+  std::vector<std::string> log;
+  {
+    auto w = remote_worker("serve", {"serve"}, log);
+    w.stop();
+    EXPECT_EQ(log, (std::vector<std::string>{"close"}));
+    EXPECT_FALSE(w.alive());
+    auto r = w.call(kEvaluate, std::chrono::seconds(30));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, ErrorKind::kInternal);
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"close"}));  // not again when it is destroyed
 }

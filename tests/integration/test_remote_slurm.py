@@ -234,3 +234,24 @@ def test_a_cancelled_job_is_retried_once_then_remote_lost(slurm: dict[str, str],
         assert "lost the evaluation worker on slurm:" in p.stderr and "twice" in p.stderr
         assert rows[0] == ("evaluator_error", '["remote_lost"]')
     assert no_jobs_within(slurm, 10), our_jobs(slurm)
+
+
+def test_slurm_chooses_the_gpu_not_the_engines_environment(slurm: dict[str, str],
+                                                           tmp_path: Path) -> None:
+    """The engine's CUDA_VISIBLE_DEVICES (a sweep slot's --gpus) is not passed to a worker in an
+    allocation, whose GPUs SLURM chooses; srun (the real one, through a wrapper that records
+    its words) is called without it."""
+    log = tmp_path / "srun_words"
+    wrapper = tmp_path / "srun"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {log}\nexec srun "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**env_for(tmp_path, slurm), "CUDA_VISIBLE_DEVICES": "5",
+           "OPENKERNEL_SRUN": str(wrapper)}
+    p = subprocess.run([str(BINARY), *evaluate_args(tmp_path / "db.sqlite", SWISH / "candidate.py",
+                                                    "--eval-host", HOST)],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr
+    words = log.read_text().splitlines()
+    assert "OPENKERNEL_WORKER_WATCHDOG=1" in words
+    assert not [w for w in words if w.startswith("CUDA_VISIBLE_DEVICES")], words
+    assert no_jobs_within(slurm, 10), our_jobs(slurm)
