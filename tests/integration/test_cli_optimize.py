@@ -343,7 +343,13 @@ def test_search_policies_budgets_and_the_strategy_population(tmp_path: Path) -> 
     # The text view names each intent with its status.
     t = subprocess.run([str(BINARY), "intents", engine["session"], "--db",
                         str(tmp_path / "db.sqlite")], capture_output=True, text=True, timeout=60)
-    assert t.returncode == 0 and "start from the proposer's best prior point" in t.stdout
+    assert t.returncode == 0, t.stderr
+    # The first hypothesis is point 0: the proposer's prior, or the fed skill that names it.
+    first = next(i for i in tree["intents"] if (i.get("action") or {}).get("point") == 0
+                 and i["source"] in ("template", "skill"))
+    assert first["title"] in t.stdout and first["evidence"], t.stdout
+    if first["source"] == "template":
+        assert "start from the proposer's best prior point" in first["title"]
     s = subprocess.run([str(BINARY), "strategies", "--json", "--db", str(tmp_path / "db.sqlite")],
                        capture_output=True, text=True, timeout=60)
     assert s.returncode == 0, s.stderr
