@@ -140,7 +140,8 @@ TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {
 }
 
 TEST(GenerateWindow, ScansAbsorbFlipsCatAndMasks) {
-  const Node& rev = output_node(lowered(fixture("cumsum_reverse")));
+  const Graph rg = lowered(fixture("cumsum_reverse"));
+  const Node& rev = output_node(rg);
   EXPECT_EQ(rev.op, "scan");
   EXPECT_TRUE(rev.window.reverse);
   EXPECT_EQ(rev.window.len, 3000);

@@ -77,10 +77,11 @@ TEST(SeededIntents, TheEngineStartsFromTheSkillNamingItsFirstPoint) {
   EXPECT_EQ(s->status, "succeeded");
   EXPECT_EQ(s->evidence, std::vector<int>{1});
   // It is the base: the next hypotheses refine it.
-  EXPECT_EQ(p.to_json()["base"], s->id);
+  const int seed_id = s->id;  // s points into the intents, which next() may reallocate
+  EXPECT_EQ(p.to_json()["base"], seed_id);
   auto d2 = p.next();
   ASSERT_TRUE(d2);
-  EXPECT_EQ(p.intents()[static_cast<size_t>(d2->intent)].parent, s->id);
+  EXPECT_EQ(p.intents()[static_cast<size_t>(d2->intent)].parent, seed_id);
 }
 
 TEST(SeededIntents, StagnationTurnsToAnUntriedSkillPointBeforeARandomJump) {
