@@ -68,13 +68,38 @@ STALL = re.compile(r"^smsp__average_warps?_issue_stalled_(\w+?)_per_issue_active
 STALL_IGNORED = frozenset({"selected", "not_selected"})  # issuing or eligible, not stalled
 TOP_STALLS = 3
 
-_SCALE = {  # unit -> factor to the base unit (seconds, bytes, bytes/s, cycles, ...)
-    "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
-    "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
-    "kibyte": 1024.0, "mibyte": 1024.0**2, "gibyte": 1024.0**3,
-    "byte/second": 1.0, "kbyte/second": 1e3, "mbyte/second": 1e6, "gbyte/second": 1e9,
-    "tbyte/second": 1e12,
-}
+# ncu's units: older releases spell them out ("nsecond", "Kbyte", "byte/second"), 2025.x
+# abbreviates ("ns", "ms", "Gbyte/s", "Ghz") and qualifies some ("Kbyte/block", "byte/cycle").
+# A unit is NUMERATOR[/DENOMINATOR]; the numerator's prefix scales to the base unit (seconds,
+# bytes, hertz); a time denominator makes a rate per second; any other denominator (block, cycle,
+# thread) stays as it is. ncu's byte prefixes are decimal (1 Kbyte = 1000 bytes), Kibyte binary.
+_TIME = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
+         "s": 1.0, "second": 1.0}
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+           "ki": 1024.0, "mi": 1024.0**2, "gi": 1024.0**3}
+
+
+def _part_factor(part: str) -> float | None:
+    """The factor of one side of a unit to its base unit, or None when it has no scale."""
+    p = part.strip().lower()
+    if p in _TIME:
+        return _TIME[p]
+    for base in ("byte", "hz"):
+        if p.endswith(base) and p[: -len(base)] in _PREFIX:
+            return _PREFIX[p[: -len(base)]]
+    return None
+
+
+def unit_factor(unit: str) -> float:
+    """The factor that takes a value in `unit` to its base unit; 1 for units without a scale
+    ("%", "cycle", "inst", "register/thread")."""
+    num, _, den = unit.partition("/")
+    factor = _part_factor(num)
+    if factor is None:
+        return 1.0
+    if den.strip().lower() in _TIME:
+        factor /= _TIME[den.strip().lower()]
+    return factor
 
 
 class ReportError(ValueError):
@@ -94,10 +119,10 @@ def number(text: str) -> float | None:
 
 
 def scaled(value: float | None, unit: str) -> float | None:
-    """`value` in the base unit of `unit` (seconds, bytes, bytes/s); other units unchanged."""
+    """`value` in the base unit of `unit` (seconds, bytes, bytes/s, hertz); other units unchanged."""
     if value is None:
         return None
-    return value * _SCALE.get(unit.strip().lower(), 1.0)
+    return value * unit_factor(unit)
 
 
 def _csv_start(text: str) -> str:

@@ -100,6 +100,40 @@ def test_units_scale_to_base_units() -> None:
     assert k["roofline"]["dram_bytes"] == pytest.approx(2e9)
 
 
+@pytest.mark.parametrize("unit, factor", [
+    ("ns", 1e-9), ("nsecond", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0),
+    ("Kbyte", 1e3), ("Mbyte", 1e6), ("KiByte", 1024.0), ("Kbyte/block", 1e3), ("byte/block", 1.0),
+    ("Gbyte/s", 1e9), ("Tbyte/second", 1e12), ("byte/ns", 1e9), ("Ghz", 1e9), ("hz", 1.0),
+    ("%", 1.0), ("%/Kbyte", 1.0), ("cycle", 1.0), ("inst/cycle", 1.0), ("register/thread", 1.0)])
+def test_ncu_unit_spellings_old_and_new(unit: str, factor: float) -> None:
+    """ncu 2025.x abbreviates units ("ms", "Gbyte/s") and qualifies some ("Kbyte/block"), older
+    releases spell them out: both scale to seconds, bytes, bytes/s and hertz."""
+    assert ncu_report.unit_factor(unit) == pytest.approx(factor)
+
+
+def test_real_pages_of_one_kernel_agree() -> None:
+    """Two pages recorded on an H100 (ncu 2025.3.1) for the Triton ReLU the builtin generator
+    wrote for KernelBench level1/19: `ncu --import REPORT --csv --page raw` of the deep tier's
+    report (units "ms", "Kbyte/block") and a separate `ncu --csv --page raw` command line on the
+    same forward (units "ns", "byte/block", log lines before the header). Both parse to the same
+    kernel with the same figures (within 5%, percentages within 0.01 points)."""
+    report = ncu_report.parse_raw((DATA / "h100_relu_report_raw.csv").read_text())
+    cli = ncu_report.parse_raw((DATA / "h100_relu_cli_raw.csv").read_text())
+    assert [k["name"] for k in report] == [k["name"] for k in cli] == ["_ok_kernel_0"]
+    r, c = report[0], cli[0]
+    assert r["duration_us"] == pytest.approx(4255.936) and c["duration_us"] == pytest.approx(4259.488)
+    assert r["shared_mem_driver_bytes"] == c["shared_mem_driver_bytes"] == 1024
+    assert r["dram_throughput_pct"] > 85 and r["registers_per_thread"] == 18
+    compared = 0
+    for key, value in r.items():
+        other = c.get(key)
+        if isinstance(value, (int, float)) and isinstance(other, (int, float)):
+            compared += 1
+            near = abs(value - other) <= 0.01 if key.endswith("_pct") else False
+            assert near or abs(value - other) <= 0.05 * max(abs(value), abs(other)), key
+    assert compared >= 10
+
+
 # -- Proton -----------------------------------------------------------------------------------------
 
 def test_proton_tree_gives_per_kernel_times() -> None:
