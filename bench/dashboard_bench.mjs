@@ -296,7 +296,7 @@ async function main() {
         ...markText(runs, "landscape_start_ms", "their frame painted"),
         ...markText(runs, "drawn_ms", "every panel drawn")].join(", ")}, painted (complete) ` +
         `${s.median_ms}${med(runs, (r) => r.plotly_bytes_transferred) === null ? "; no Plotly loaded"
-          : `; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`}`,
+          : `; Plotly bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`}`,
       `    panels drawn (ms, medians): ` +
         Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),
     ];

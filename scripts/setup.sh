@@ -73,9 +73,8 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The npm packages, pinned by package-lock.json: Plotly's partial bundles plotly.js-basic-dist-min
-# (the dashboard's panels) and plotly.js-cartesian-dist-min (its Charts page) and highlight.js's
-# prebuilt assets, which kernel-code dashboard serves (never a CDN), and with --tests
+# The npm packages, pinned by package-lock.json: Plotly's partial bundle
+# plotly.js-cartesian-dist-min (the dashboard's Charts page) and highlight.js's prebuilt assets, which kernel-code dashboard serves (never a CDN), and with --tests
 # playwright-core, which drives chromium in the browser tests, and hyparquet, the independent Parquet reader of the
 # trace export's tests (tests/traces). Run again when the lock changes, or the tests' packages
 # are wanted and missing (the tests' install serves the run profile too).

@@ -2,14 +2,15 @@
     PYTHONPATH=python /usr/bin/python3 bench/conv_emulate/check_cuda.py [NAME...]
 Runs generated CUDA conv kernels on the CPU (each block's threads as std::threads with a barrier
 for __syncthreads) on the reduced KernelBench problems and compares with PyTorch."""
-import ast, importlib.util, json, os, re, subprocess, sys, tempfile
-from pathlib import Path
+import os
+import re
+import subprocess
+import sys
+
 import torch
 
-ROOT = str(Path(__file__).resolve().parents[2])
-KB = os.environ.get("OPENKERNEL_KERNELBENCH_DIR", str(Path(ROOT).parent / "shared/kernelbench")) + "/"
-GEN = ROOT + "/build/release/bin/generate_candidates"
-TMP = tempfile.mkdtemp(prefix="ok_conv_emulate_")
+from conv_cases import generated, load
+
 HARNESS = r'''
 #include <barrier>
 #include <cmath>
@@ -46,24 +47,9 @@ int main(int argc, char** argv) {
   std::fclose(f);
 }
 '''
-only = sys.argv[1:]
 bad = 0
-for line in open(ROOT + "/tests/fixtures/generate/conv_problems.tsv"):
-    if line.startswith("#") or not line.strip():
-        continue
-    name, fx, ref, sets = line.rstrip("\n").split("\t")
-    if only and not any(o in name for o in only):
-        continue
-    out = f"{TMP}/cu/{name}"
-    os.makedirs(out, exist_ok=True)
-    subprocess.run([GEN, ROOT + "/tests/fixtures/generate/" + fx, KB + ref[3:], "cuda", out, "3"],
-                   check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location(f"ref_{name}", KB + ref[3:])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    for s in sets.split():
-        key, val = s.split("=", 1)
-        setattr(mod, key, ast.literal_eval(val))
+for name, out, reference, sets in generated("cuda", 3):
+    mod = load(reference, f"ref_{name}", sets)
     torch.manual_seed(0)
     model = mod.Model(*mod.get_init_inputs())
     x = mod.get_inputs()[0]

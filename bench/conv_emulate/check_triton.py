@@ -2,26 +2,15 @@
     PYTHONPATH=bench/conv_emulate:python /usr/bin/python3 bench/conv_emulate/check_triton.py [NAME...]
 Runs the generated Triton conv candidates (every form) under the numpy model of triton on the
 reduced KernelBench problems and compares them with the reference's PyTorch output."""
-import ast, importlib.util, json, os, subprocess, sys, tempfile
-from pathlib import Path
+import json
+import sys
+
 import torch
 
-ROOT = str(Path(__file__).resolve().parents[2])
-KB = os.environ.get("OPENKERNEL_KERNELBENCH_DIR", str(Path(ROOT).parent / "shared/kernelbench")) + "/"
-GEN = ROOT + "/build/release/bin/generate_candidates"
-TMP = tempfile.mkdtemp(prefix="ok_conv_emulate_")
-only = sys.argv[1:]
+from conv_cases import generated, load
+
 bad = 0
-for line in open(ROOT + "/tests/fixtures/generate/conv_problems.tsv"):
-    if line.startswith("#") or not line.strip():
-        continue
-    name, fx, ref, sets = line.rstrip("\n").split("\t")
-    if only and not any(o in name for o in only):
-        continue
-    out = f"{TMP}/cands/{name}"
-    os.makedirs(out, exist_ok=True)
-    subprocess.run([GEN, ROOT + "/tests/fixtures/generate/" + fx, KB + ref[3:], "triton", out, "0"],
-                   check=True, capture_output=True)
+for name, out, _, sets in generated("triton", 0):
     prop = json.load(open(out + "/proposal.json"))
     cands = prop["candidates"] if isinstance(prop, dict) and "candidates" in prop else prop
     seen = {}
@@ -31,12 +20,7 @@ for line in open(ROOT + "/tests/fixtures/generate/conv_problems.tsv"):
             seen[form] = k
     for form, k in seen.items():
         path = f"{out}/candidate_{k}.py"
-        spec = importlib.util.spec_from_file_location(f"cand_{name}_{form}", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        for s in sets.split():
-            key, val = s.split("=", 1)
-            setattr(mod, key, ast.literal_eval(val))
+        mod = load(path, f"cand_{name}_{form}", sets)
         torch.manual_seed(0)
         model = mod.Model(*mod.get_init_inputs())
         new = mod.ModelNew(*mod.get_init_inputs())

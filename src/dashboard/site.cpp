@@ -10,9 +10,8 @@ namespace fs = std::filesystem;
 
 const std::vector<VendorFile>& vendor_files() {
   static const std::vector<VendorFile> files = {
-      // Plotly's basic bundle (scatter, bar, pie) for the dashboard's panels; the cartesian one
-      // (with box plots and heatmaps) is loaded when the Charts page is opened.
-      {"/vendor/plotly.min.js", "plotly.js-basic-dist-min/plotly-basic.min.js"},
+      // Plotly's cartesian bundle (with box plots and heatmaps), loaded when the Charts page is
+      // first opened; the dashboard's own panels are SVG charts of our own.
       {"/vendor/plotly-cartesian.min.js", "plotly.js-cartesian-dist-min/plotly-cartesian.min.js"},
       {"/vendor/highlight.min.js", "@highlightjs/cdn-assets/es/highlight.min.js"},
       {"/vendor/highlight-github.min.css", "@highlightjs/cdn-assets/styles/github.min.css"},

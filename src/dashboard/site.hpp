@@ -1,6 +1,5 @@
 // The dashboard's static files: the page (web/: HTML, CSS, plain-JS ES modules) and the npm
-// packages it uses (Plotly's basic and cartesian bundles, highlight.js's prebuilt
-// @highlightjs/cdn-assets), read into memory once when the dashboard starts. Requests are looked up
+// packages it uses (Plotly's cartesian bundle, highlight.js's prebuilt @highlightjs/cdn-assets), read into memory once when the dashboard starts. Requests are looked up
 // in this list by exact URL path, so no request can name another file (path traversal has nothing
 // to traverse). Nothing is fetched from the network: the npm packages come from node_modules,
 // installed by scripts/setup.sh (`npm ci`, pinned by package-lock.json).
@@ -8,7 +7,7 @@
 // Every file is also served under a versioned path, /static/VERSION/PATH, where VERSION is a hash
 // of all the files but the page itself: index.html names its files by those paths, so a browser
 // may keep them for good (Cache-Control immutable: no request on a reload, and V8 reuses its
-// compiled code of plotly.min.js), and a dashboard serving other files names other paths. The
+// compiled code of Plotly's bundle), and a dashboard serving other files names other paths. The
 // plain paths stay, revalidated by ETag.
 //
 // Immutable after load(); safe to read from any thread.

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "hub/oid.hpp"
 #include "util/cancel.hpp"
+#include "util/digest.hpp"
 #include "util/paths.hpp"
 
 namespace ok::hub {
@@ -195,8 +195,9 @@ util::Result<void> Client::preupload(const RepoId& repo, const std::string& rev,
         in.read(sample.data(), 512);
         sample.resize(static_cast<size_t>(in.gcount()));
       }
-      list.push_back(
-          {{"path", files[i].path}, {"size", files[i].size}, {"sample", base64_encode(sample)}});
+      list.push_back({{"path", files[i].path},
+                      {"size", files[i].size},
+                      {"sample", util::base64_encode(sample)}});
     }
     const std::string body = json{{"files", list}}.dump();
     const std::string url = api_url(repo, "preupload", rev);
@@ -239,9 +240,10 @@ util::Result<CommitInfo> Client::commit(const RepoId& repo, const std::string& r
         if (!text) return std::unexpected(text.error());
         content = std::move(*text);
       }
-      line = {{"key", "file"},
-              {"value",
-               {{"path", f.path}, {"encoding", "base64"}, {"content", base64_encode(content)}}}};
+      line = {
+          {"key", "file"},
+          {"value",
+           {{"path", f.path}, {"encoding", "base64"}, {"content", util::base64_encode(content)}}}};
     }
     body += "\n" + line.dump();
   }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "util/digest.hpp"
+
 namespace ok::hub {
 
 namespace {

@@ -1,5 +1,5 @@
-// The object ids the Hub and git use, and the base64 of the commit API (the digests and base64
-// themselves are util/digest.hpp's, named here for the Hub's code).
+// The object ids the Hub and git use, built on util/digest.hpp's digests (which the Hub's code
+// calls directly for an LFS object's SHA-256 and the commit API's base64).
 //
 // An LFS object's oid is the SHA-256 of its content; a regular file's oid is its git blob id,
 // SHA-1 of "blob <size>\0" followed by the content; an LFS file's entry in a git tree is the blob
@@ -9,19 +9,12 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <string_view>
 
-#include "util/digest.hpp"
 #include "util/error.hpp"
 
 namespace ok::hub {
-
-using util::base64_decode;
-using util::base64_encode;
-using util::sha256_file;
-using util::sha256_hex;
 
 std::string git_blob_sha1(std::string_view data);
 util::Result<std::string> git_blob_sha1_file(const std::filesystem::path& path);

@@ -5,6 +5,7 @@
 
 #include "hub/client.hpp"
 #include "hub/oid.hpp"
+#include "util/digest.hpp"
 #include "util/paths.hpp"
 
 namespace ok::hub {
@@ -26,10 +27,10 @@ std::vector<std::string> action_headers(const json& action) {
 util::Result<void> hash_lfs(CommitFile& f) {
   if (!f.sha256.empty()) return {};
   if (f.source.empty()) {
-    f.sha256 = sha256_hex(f.content);
+    f.sha256 = util::sha256_hex(f.content);
     return {};
   }
-  auto sha = sha256_file(f.source);
+  auto sha = util::sha256_file(f.source);
   if (!sha) return std::unexpected(sha.error());
   f.sha256 = *sha;
   return {};
@@ -142,7 +143,7 @@ util::Result<std::string> Client::download(const RepoId& repo, const std::string
     if (entry.size == 0 && !fs::exists(part)) util::write_file(part, "");
     if (auto it = res->headers.find("x-repo-commit"); it != res->headers.end()) commit = it->second;
   }
-  auto sum = entry.lfs_sha256 ? sha256_file(part) : git_blob_sha1_file(part);
+  auto sum = entry.lfs_sha256 ? util::sha256_file(part) : git_blob_sha1_file(part);
   if (!sum) return std::unexpected(sum.error());
   const std::string& want = entry.lfs_sha256 ? *entry.lfs_sha256 : entry.oid;
   if (*sum != want) {

@@ -52,31 +52,18 @@ std::vector<Conv> convs(const std::string& name) {
   return out;
 }
 
-std::string forward_of(const std::string& source) {
-  return source.substr(source.find("class ModelNew(Model):"));
-}
-
 TEST(GenerateConv, EveryLevel1ConvProblemIsSupportedWithoutAVendorCall) {
   const auto names = conv_fixtures();
   ASSERT_EQ(names.size(), 35u);
   const std::regex vendor(
       R"(_ok_torch\.(nn\.functional\.)?conv|F\.conv|self\.\w+\(|_ok_attr\(self, "[^"]+"\)\()");
-  for (const auto& name : names) {
-    std::string pattern = name.find("separable") != std::string::npos   ? "conv:depthwise+conv"
-                          : name.find("depthwise") != std::string::npos ? "conv:depthwise"
-                          : name.find("_t") != std::string::npos        ? "conv:transposed"
-                                                                        : "conv";
-    for (const char* backend : {"cpu", "triton", "cuda"}) {
-      Proposal p = must(fixture(name), backend);
-      ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
-      EXPECT_EQ(p.pattern, pattern) << name;
-      ASSERT_FALSE(p.candidates.empty());
-      for (const auto& c : p.candidates)
-        EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))
-            << name << " " << backend << ":\n"
-            << forward_of(c.source);
-    }
-  }
+  std::vector<std::pair<std::string, std::string>> cases;
+  for (const auto& name : names)
+    cases.emplace_back(name, name.find("separable") != std::string::npos   ? "conv:depthwise+conv"
+                             : name.find("depthwise") != std::string::npos ? "conv:depthwise"
+                             : name.find("_t") != std::string::npos        ? "conv:transposed"
+                                                                           : "conv");
+  ok::testing::expect_supported_without_vendor(cases, vendor);
 }
 
 TEST(GenerateConv, SpatialDimsAlignRightAndWeightsKeepTheirLayout) {

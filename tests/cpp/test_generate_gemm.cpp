@@ -23,11 +23,6 @@ using ok::testing::fixture;
 using ok::testing::kSkills;
 using ok::testing::must;
 
-// The candidate's forward: everything after `class ModelNew`.
-std::string forward_of(const std::string& source) {
-  return source.substr(source.find("class ModelNew(Model):"));
-}
-
 // The product that computes the output (a tril/triu replaces the product it reads).
 const ok::generate::Node& only_gemm(const ok::generate::Graph& g) {
   for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)
@@ -53,18 +48,7 @@ TEST(GenerateGemm, EveryLevel1GemmProblemIsSupportedWithoutAVendorCall) {
       {"gemm_symmetric", "gemm"},  {"gemm_triu", "gemm:triu"},  {"gemm_tril", "gemm:tril"},
       {"gemm_ta", "gemm"},         {"gemm_tb", "gemm"},         {"gemm_tab", "gemm"}};
   const std::regex vendor(R"(_ok_torch\.(matmul|mm|bmm|einsum|tril|triu)|\s@\s|F\.linear)");
-  for (const auto& [name, pattern] : cases) {
-    for (const char* backend : {"cpu", "triton", "cuda"}) {
-      Proposal p = must(fixture(name), backend);
-      ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
-      EXPECT_EQ(p.pattern, pattern) << name;
-      ASSERT_FALSE(p.candidates.empty());
-      for (const auto& c : p.candidates)
-        EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))
-            << name << " " << backend << ":\n"
-            << forward_of(c.source);
-    }
-  }
+  ok::testing::expect_supported_without_vendor(cases, vendor);
 }
 
 TEST(GenerateGemm, TransposesAndBatchesBecomeStrides) {

@@ -28,6 +28,7 @@ using ok::generate::Node;
 using ok::generate::NodeKind;
 using ok::generate::Proposal;
 using ok::testing::fixture;
+using ok::testing::forward_of;
 using ok::testing::kSkills;
 using ok::testing::must;
 
@@ -45,10 +46,6 @@ const std::vector<std::pair<std::string, std::string>> kCases = {
     {"cumsum_reverse", "scan:sum,reverse"},
     {"cumsum_exclusive", "scan:sum,exclusive"},
     {"masked_cumsum", "scan:sum,masked"}};
-
-std::string forward_of(const std::string& source) {
-  return source.substr(source.find("class ModelNew(Model):"));
-}
 
 Graph lowered(const json& ir) {
   auto skills = ok::generate::load_skills(kSkills);
@@ -81,18 +78,7 @@ json one_node(const std::string& op, json kwargs, json in, json out) {
 TEST(GenerateWindow, EveryLevel1WindowProblemIsSupportedWithoutAVendorCall) {
   const std::regex vendor(R"(_ok_torch\.(cumsum|cumprod|argmax|argmin|max|min|flip|cat)\(|)"
                           R"(functional|self\.(maxpool|avg_pool)\()");
-  for (const auto& [name, pattern] : kCases) {
-    for (const char* backend : {"cpu", "triton", "cuda"}) {
-      Proposal p = must(fixture(name), backend, 0, 4);
-      ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
-      EXPECT_EQ(p.pattern, pattern) << name;
-      ASSERT_FALSE(p.candidates.empty());
-      for (const auto& c : p.candidates)
-        EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))
-            << name << " " << backend << ":\n"
-            << forward_of(c.source);
-    }
-  }
+  ok::testing::expect_supported_without_vendor(kCases, vendor, 4);
 }
 
 TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {

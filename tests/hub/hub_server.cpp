@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "hub/oid.hpp"
+#include "util/digest.hpp"
 
 namespace ok::hubtest {
 
@@ -81,7 +81,7 @@ std::string base_url(const httplib::Request& req) {
 }
 
 std::string sign(const State& s, const std::string& what) {
-  return ok::hub::sha256_hex(s.secret + what);
+  return ok::util::sha256_hex(s.secret + what);
 }
 
 void serve_file(httplib::Response& res, const fs::path& path) {

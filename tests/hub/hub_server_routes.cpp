@@ -7,6 +7,7 @@
 
 #include "hub/oid.hpp"
 #include "hub_server.hpp"
+#include "util/digest.hpp"
 
 namespace ok::hubtest {
 
@@ -51,7 +52,7 @@ std::string apply_line(State& s, Repo& repo, const json& line, ok::hubtest::Tree
   if (path.empty() || path.starts_with("/") || path.find("..") != std::string::npos)
     return "bad path '" + path + "'";
   if (key == "file") {
-    auto content = hub::base64_decode(v.value("content", ""));
+    auto content = util::base64_decode(v.value("content", ""));
     if (!content) return "content of " + path + " is not base64";
     tree[path] = FileEntry{s.store.put_object(repo, *content), content->size(), ""};
   } else if (key == "lfsFile") {
@@ -113,7 +114,7 @@ void preupload(State& s, const Req& req, Res& res) {
   if (!body.is_object() || !body.contains("files")) return reply_error(res, 400, "no files");
   json files = json::array();
   for (const auto& f : body["files"]) {
-    const auto sample = hub::base64_decode(f.value("sample", "")).value_or("");
+    const auto sample = util::base64_decode(f.value("sample", "")).value_or("");
     const bool lfs =
         f.value("size", uint64_t{0}) > kLfsAbove || sample.find('\0') != std::string::npos;
     files.push_back({{"path", f.value("path", "")},
@@ -201,7 +202,7 @@ void add_lfs_routes(httplib::Server& http, State& s) {
         return static_cast<bool>(out.write(data, static_cast<std::streamsize>(n)));
       });
     }
-    if (hub::sha256_file(tmp).value_or("") != req.matches[3].str()) {
+    if (util::sha256_file(tmp).value_or("") != req.matches[3].str()) {
       fs::remove(tmp);
       return reply_error(res, 400, "the content does not hash to the oid");
     }

@@ -6,12 +6,14 @@
 #include "hub/cards.hpp"
 #include "hub/client.hpp"
 #include "hub/oid.hpp"
+#include "util/digest.hpp"
 
 namespace ok::hub {
 namespace {
 
 TEST(HubOid, KnownDigests) {
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(util::sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   // `printf 'hello\n' | git hash-object --stdin`
   EXPECT_EQ(git_blob_sha1("hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
   EXPECT_EQ(git_blob_sha1(""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
@@ -22,11 +24,11 @@ TEST(HubOid, KnownDigests) {
 TEST(HubOid, Base64RoundTripsAndRefusesForeignCharacters) {
   const std::vector<std::string> samples = {
       "", "f", "fo", "foo", "foob", "fooba", "foobar", std::string("\0\xff\x10", 3)};
-  for (const auto& s : samples) EXPECT_EQ(base64_decode(base64_encode(s)), s);
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_EQ(base64_decode("Zm9v\nYmFy"), "foobar");
-  EXPECT_FALSE(base64_decode("Zm9v*"));
+  for (const auto& s : samples) EXPECT_EQ(util::base64_decode(util::base64_encode(s)), s);
+  EXPECT_EQ(util::base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(util::base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(util::base64_decode("Zm9v\nYmFy"), "foobar");
+  EXPECT_FALSE(util::base64_decode("Zm9v*"));
 }
 
 TEST(HubRepo, NamesAreChecked) {

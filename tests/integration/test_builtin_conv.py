@@ -8,18 +8,14 @@ The default suite runs one problem of each kind; all 35 carry the `slow` marker.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from locations import BINARY, PYTHON, ROOT
+from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
+from locations import ROOT
 
-KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
-                   or ROOT.parent / "shared/kernelbench")
 TABLE = ROOT / "tests/fixtures/generate/conv_problems.tsv"
 # 2d with a bias, stride 4 and padding; 3d asymmetric; 1d transposed; 3d transposed strided,
 # padded and grouped; 2d transposed strided, padded, dilated and grouped; depthwise;
@@ -28,53 +24,20 @@ CHOSEN = ["conv50_stride4_bias", "conv60_3d_asym", "conv64_t1d", "conv72_t3d_gro
           "conv75_t2d_all", "conv85_depthwise_asym", "conv86_separable"]
 VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.)?conv|F\.conv|self\.\w+\(|_ok_attr\(self, ")
 
-pytestmark = [
-    pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}"),
-    pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}"),
-]
-
-
-def problems() -> dict[str, tuple[str, list[str]]]:
-    rows = {}
-    for line in TABLE.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, ref, sets = line.split("\t")
-            rows[name] = (ref.removeprefix("kb:"), sets.split())
-    return rows
-
-
-def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> None:
-    """One builtin attempt on the CPU; asserts it is correct and computes the conv itself."""
-    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
-    env.pop("OPENKERNEL_API_KEY", None)
-    args = [str(BINARY), "optimize", "--db", str(tmp_path / "db.sqlite"), "--reference",
-            str(reference), "--backend", "cpu", "--model", "builtin", "--iterations", "1",
-            "--json", "--out", str(tmp_path / "out"), "--trials", "2", "--timing-budget", "0.3",
-            "--timeout", "120"]
-    for s in sets:
-        args += ["--set", s]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
-    assert p.returncode == 0, p.stderr
-    report = json.loads([line for line in p.stdout.splitlines() if line.strip()][-1])
-    assert report["verdict"] == "correct", json.dumps(report["history"], indent=1)
-    assert all(h["generator"] == "builtin" for h in report["history"])
-    source = Path(report["best_candidate"]).read_text()
-    forward = source[source.index("class ModelNew(Model):"):]
-    assert not VENDOR.search(forward), forward
+pytestmark = SKIPS
 
 
 @pytest.mark.parametrize("name", CHOSEN)
 def test_builtin_conv_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
-    ref, sets = problems()[name]
-    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+    ref, sets = problems(TABLE)[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(set(problems()) - set(CHOSEN)))
+@pytest.mark.parametrize("name", sorted(set(problems(TABLE)) - set(CHOSEN)))
 def test_every_level1_conv_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
-    ref, sets = problems()[name]
-    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+    ref, sets = problems(TABLE)[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
 
 
 # Functional forms: F.conv2d with a bias, padding="same", groups and dilation, then a
@@ -114,4 +77,4 @@ def get_inputs():
 def get_init_inputs():
     return []
 """)
-    optimize_builtin(tmp_path, ref, [])
+    optimize_builtin(tmp_path, ref, [], VENDOR)

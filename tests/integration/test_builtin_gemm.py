@@ -7,18 +7,14 @@ the product itself (no torch.matmul / @ / einsum / mm / bmm in ModelNew.forward)
 """
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from locations import BINARY, PYTHON, ROOT
+from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
+from locations import ROOT
 
-KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
-                   or ROOT.parent / "shared/kernelbench")
 TABLE = ROOT / "tests/fixtures/generate/gemm_problems.tsv"
 # Square, batched, matrix-vector, scalar, both operands transposed, 4D einsum, lower triangle,
 # diagonal: one of each shape family the generator handles (all 18 pass; these keep CI short).
@@ -26,50 +22,13 @@ CHOSEN = ["gemm_square", "bmm", "matvec", "scalar_mul", "gemm_tab", "gemm_4d_ein
           "gemm_tril", "diag_scale"]
 VENDOR = re.compile(r"torch\.(matmul|mm|bmm|einsum|tril|triu)\(|\s@\s")
 
-pytestmark = [
-    pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}"),
-    pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}"),
-]
-
-
-def problems(table: Path = TABLE) -> dict[str, tuple[str, list[str]]]:
-    """A problem table's rows: name -> (reference under KERNELBENCH, --set overrides)."""
-    rows = {}
-    for line in table.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, ref, sets = line.split("\t")
-            rows[name] = (ref.removeprefix("kb:"), sets.split())
-    return rows
-
-
-def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str],
-                     vendor: re.Pattern[str] = VENDOR) -> str:
-    """One builtin attempt on the CPU; asserts it is correct and computes the op itself (nothing
-    `vendor` matches in ModelNew.forward); returns the candidate's source."""
-    env = {**os.environ, "OPENKERNEL_PYTHON": PYTHON, "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_DATA_HOME": str(tmp_path / "data")}
-    env.pop("OPENKERNEL_API_KEY", None)
-    args = [str(BINARY), "optimize", "--db", str(tmp_path / "db.sqlite"), "--reference",
-            str(reference), "--backend", "cpu", "--model", "builtin", "--iterations", "1",
-            "--json", "--out", str(tmp_path / "out"), "--trials", "2", "--timing-budget", "0.3",
-            "--timeout", "120"]
-    for s in sets:
-        args += ["--set", s]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
-    assert p.returncode == 0, p.stderr
-    report = json.loads([line for line in p.stdout.splitlines() if line.strip()][-1])
-    assert report["verdict"] == "correct", json.dumps(report["history"], indent=1)
-    assert all(h["generator"] == "builtin" for h in report["history"])
-    source = Path(report["best_candidate"]).read_text()
-    forward = source[source.index("class ModelNew(Model):"):]
-    assert not vendor.search(forward), forward
-    return source
+pytestmark = SKIPS
 
 
 @pytest.mark.parametrize("name", CHOSEN)
 def test_builtin_gemm_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
-    ref, sets = problems()[name]
-    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+    ref, sets = problems(TABLE)[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
 
 
 # A vector times a column ([K] @ [K, 1]) and times a batch of columns ([2] @ [4, 2, 1], where the
@@ -94,4 +53,4 @@ def get_inputs():
 def get_init_inputs():
     return []
 """)
-    optimize_builtin(tmp_path, ref, [])
+    optimize_builtin(tmp_path, ref, [], VENDOR)

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
 from locations import BINARY, ROOT
-from test_builtin_gemm import KERNELBENCH, optimize_builtin, pytestmark  # noqa: F401
-from test_builtin_gemm import problems as gemm_problems
 
 TABLE = ROOT / "tests/fixtures/generate/norm_problems.tsv"
 # One norm with a grouped view, two split reductions, a loss: the default suite; the rest slow.
@@ -34,15 +33,13 @@ SPLIT = {"frobenius", "layer_norm", "mse", "huber", "kl_div", "hinge"}
 VENDOR = re.compile(r"self\.(bn|inorm|gn|ln|loss_fn)\(|_ok_torch\.nn|torch\.nn\.functional|"
                     r"\bF\.|torch\.(norm|sum|mean|clamp|tanh|pow)\(")
 
-
-def problems() -> dict[str, tuple[str, list[str]]]:
-    return gemm_problems(TABLE)
+pytestmark = SKIPS
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in CHOSEN else pytest.mark.slow)
-                                  for n in problems()])
+                                  for n in problems(TABLE)])
 def test_builtin_norm_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
-    ref, sets = problems()[name]
+    ref, sets = problems(TABLE)[name]
     source = optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
     split = re.search(r'"plan":\{"split":(\d+)\}', source)
     assert (split is not None and int(split.group(1)) > 1) == (name in SPLIT), source[:400]
@@ -118,7 +115,7 @@ def full_size_candidates(tmp_path: Path, name: str, backend: str) -> list[Path]:
     sys.path.insert(0, str(ROOT / "python"))
     from openkernel_worker.analyze import analyze
 
-    ref = KERNELBENCH / problems()[name][0]
+    ref = KERNELBENCH / problems(TABLE)[name][0]
     ir = tmp_path / "ir.json"
     ir.write_text(json.dumps(analyze(str(ref), {})))
     out = tmp_path / backend
@@ -129,7 +126,7 @@ def full_size_candidates(tmp_path: Path, name: str, backend: str) -> list[Path]:
 
 
 @pytest.mark.skipif(not GENERATE.is_file(), reason=f"no generate_candidates at {GENERATE}")
-@pytest.mark.parametrize("name", list(problems()))
+@pytest.mark.parametrize("name", list(problems(TABLE)))
 def test_full_size_triton_candidates_parse(tmp_path: Path, name: str) -> None:
     found = full_size_candidates(tmp_path, name, "triton")
     assert found
@@ -140,7 +137,7 @@ def test_full_size_triton_candidates_parse(tmp_path: Path, name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not GENERATE.is_file(), reason=f"no generate_candidates at {GENERATE}")
 @pytest.mark.skipif(not Path(NVCC).is_file(), reason="no nvcc")
-@pytest.mark.parametrize("name", list(problems()))
+@pytest.mark.parametrize("name", list(problems(TABLE)))
 def test_full_size_cuda_kernels_compile(tmp_path: Path, name: str) -> None:
     found = full_size_candidates(tmp_path, name, "cuda")
     assert found

@@ -11,17 +11,14 @@ written here.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-import test_builtin_gemm as gemm_tests
-from locations import BINARY, ROOT
+from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
+from locations import ROOT
 
-KERNELBENCH = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
-                   or ROOT.parent / "shared/kernelbench")
 TABLE = ROOT / "tests/fixtures/generate/window_problems.tsv"
 # One of each kernel kind and absorbed form in the default suite; the rest are marked slow.
 CHOSEN = ["max_pool_3d", "avg_pool_1d", "argmin", "cumsum_reverse", "cumsum_exclusive",
@@ -30,32 +27,15 @@ SLOW = pytest.mark.slow  # each case is one optimize (~10 s on 2 busy cores): a 
 VENDOR = re.compile(r"torch\.(cumsum|cumprod|flip|cat|argmax|argmin|narrow)\(|functional|"
                     r"self\.(maxpool|avg_pool)\(|\.(cumsum|cumprod|flip|argmax|argmin)\(")
 
-pytestmark = [
-    pytest.mark.skipif(not BINARY.is_file(), reason=f"no openkernel binary at {BINARY}"),
-    pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}"),
-]
+pytestmark = SKIPS
 
-
-def problems() -> dict[str, tuple[str, list[str]]]:
-    rows = {}
-    for line in TABLE.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, ref, sets = line.split("\t")
-            rows[name] = (ref.removeprefix("kb:"), sets.split())
-    return rows
-
-
-def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str]) -> str:
-    return gemm_tests.optimize_builtin(tmp_path, reference, sets, VENDOR)
-
-
-ALL = sorted(problems())
+ALL = sorted(problems(TABLE))
 
 
 @pytest.mark.parametrize("name", [n if n in CHOSEN else pytest.param(n, marks=SLOW) for n in ALL])
 def test_builtin_window_problem_is_correct_on_the_cpu(tmp_path: Path, name: str) -> None:
-    ref, sets = problems()[name]
-    optimize_builtin(tmp_path, KERNELBENCH / ref, sets)
+    ref, sets = problems(TABLE)[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
 
 
 def write_reference(tmp_path: Path, forward: str, inputs: str, params: str = "x") -> Path:
@@ -92,7 +72,7 @@ def get_init_inputs():
 ])
 def test_pooling_corners_are_pytorchs(tmp_path: Path, forward: str, shape: str) -> None:
     inputs = (f"    x = torch.randn({shape})\n    x.view(-1)[7] = float('nan')\n    return [x]")
-    optimize_builtin(tmp_path, write_reference(tmp_path, forward, inputs), [])
+    optimize_builtin(tmp_path, write_reference(tmp_path, forward, inputs), [], VENDOR)
 
 
 # argmax/argmin with ties everywhere (small integers) and NaNs: the first index of the best, the
@@ -105,4 +85,4 @@ def test_pooling_corners_are_pytorchs(tmp_path: Path, forward: str, shape: str) 
 def test_ties_nans_and_middle_dims(tmp_path: Path, forward: str) -> None:
     nan = "" if "cum" in forward else "    x[1, 3, 5] = float('nan')\n    x[1, 7, 5] = float('nan')\n"
     inputs = (f"    x = torch.randint(-2, 3, (3, 40, 37)).float() * 0.5\n{nan}    return [x]")
-    optimize_builtin(tmp_path, write_reference(tmp_path, forward, inputs), [])
+    optimize_builtin(tmp_path, write_reference(tmp_path, forward, inputs), [], VENDOR)

@@ -6,11 +6,11 @@ after the run, after Ctrl-C and after the engine is killed with SIGKILL, and a j
 is retried once, then recorded as remote_lost (docs/remote.md)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import threading
 import time
@@ -20,6 +20,7 @@ from typing import Iterator
 import pytest
 
 from locations import BINARY, PYTHON, ROOT
+from lost_worker import check_evaluation_losing_its_worker
 
 SLURM = ROOT / "tests/slurm/local_slurm.sh"
 SWISH = ROOT / "examples/swish_chain"
@@ -212,27 +213,10 @@ def cancel_jobs(home: Path, slurm: dict[str, str], times: int, cancelled: list[s
 def test_a_cancelled_job_is_retried_once_then_remote_lost(slurm: dict[str, str], tmp_path: Path,
                                                           cancels: int) -> None:
     db = tmp_path / "db.sqlite"
-    cancelled: list[str] = []
-    stop = threading.Event()
-    canceller = threading.Thread(target=cancel_jobs, args=(tmp_path, slurm, cancels, cancelled,
-                                                           stop))
-    canceller.start()
-    try:
-        p = run(tmp_path, slurm, *evaluate_args(db, slow_candidate(tmp_path), "--eval-host", HOST))
-    finally:
-        stop.set()
-        canceller.join()
-    assert len(cancelled) == cancels
-    with sqlite3.connect(db) as c:
-        rows = c.execute("SELECT verdict, flags FROM evaluations").fetchall()
-    assert len(rows) == 1
-    if cancels == 1:
-        assert p.returncode == 0, p.stderr
-        assert rows[0][0] == "correct"
-    else:
-        assert p.returncode == 3, p.stderr
-        assert "lost the evaluation worker on slurm:" in p.stderr and "twice" in p.stderr
-        assert rows[0] == ("evaluator_error", '["remote_lost"]')
+    slow = slow_candidate(tmp_path)
+    check_evaluation_losing_its_worker(
+        cancels, functools.partial(cancel_jobs, tmp_path, slurm),
+        lambda: run(tmp_path, slurm, *evaluate_args(db, slow, "--eval-host", HOST)), db, "slurm:")
     assert no_jobs_within(slurm, 10), our_jobs(slurm)
 
 

@@ -5,6 +5,7 @@ and skips, saying why, only when sshd cannot be started here.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from typing import Iterator
 import pytest
 
 from locations import BINARY, PYTHON, ROOT
+from lost_worker import check_evaluation_losing_its_worker
 from loopback_sshd import Server, free_port, serve
 
 SWISH = ROOT / "examples/swish_chain"
@@ -110,15 +112,20 @@ def has_children(pid: int) -> bool:
         return False
 
 
-def kill_workers(server: Server, times: int, killed: list[int], stop: threading.Event,
-                 delay_s: float = 1.0) -> None:
+def kill_workers(server: Server, older: set[int], times: int, killed: list[int],
+                 stop: threading.Event, delay_s: float = 1.0) -> None:
     """Kills the remote worker `times` times, each `delay_s` after it started a candidate
-    process."""
+    process. Workers in `older` (those running before the test's engine started) are left alone:
+    an earlier test's worker may still be shutting down after its engine exited, with a child not
+    yet reaped, and killing it instead of the engine's own would leave one loss fewer."""
     while len(killed) < times and not stop.is_set():
         for pid in remote_workers(server):
-            if pid not in killed and has_children(pid):
+            if pid not in killed and pid not in older and has_children(pid):
                 time.sleep(delay_s)
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # it ended meanwhile: not a loss
+                    continue
                 killed.append(pid)
         time.sleep(0.1)
 
@@ -128,27 +135,10 @@ def test_worker_lost_mid_evaluation(sshd: Server, tmp_path: Path, kills: int) ->
     slow = tmp_path / "slow_candidate.py"
     slow.write_text("import time\ntime.sleep(4)\n" + (SWISH / "candidate.py").read_text())
     db = tmp_path / "db.sqlite"
-    killed: list[int] = []
-    stop = threading.Event()
-    killer = threading.Thread(target=kill_workers, args=(sshd, kills, killed, stop))
-    killer.start()
-    try:
-        p = openkernel(sshd, tmp_path, *evaluate_args(db, slow, "--eval-host", sshd.url))
-    finally:
-        stop.set()
-        killer.join()
-    assert len(killed) == kills
-    with sqlite3.connect(db) as c:
-        rows = c.execute("SELECT verdict, flags, reasons FROM evaluations").fetchall()
-    assert len(rows) == 1
-    if kills == 1:  # retried once on a fresh worker: the verdict as usual
-        assert p.returncode == 0, p.stderr
-        assert json.loads(p.stdout)["verdict"] == "correct" and rows[0][0] == "correct"
-    else:  # lost twice: recorded as the evaluator's failure, never as the candidate's
-        assert p.returncode == 3, p.stderr
-        assert "lost the evaluation worker on " + sshd.url in p.stderr
-        assert rows[0][0] == "evaluator_error" and json.loads(rows[0][1]) == ["remote_lost"]
-        assert "twice" in json.loads(rows[0][2])[0]
+    check_evaluation_losing_its_worker(
+        kills, functools.partial(kill_workers, sshd, set(remote_workers(sshd))),
+        lambda: openkernel(sshd, tmp_path, *evaluate_args(db, slow, "--eval-host", sshd.url)), db,
+        sshd.url)
 
 
 def descendants(root: int) -> list[int]:
@@ -252,7 +242,8 @@ def test_optimize_over_ssh_equals_local(sshd: Server, tmp_path: Path) -> None:
 def test_optimize_goes_on_after_losing_the_host_twice(sshd: Server, tmp_path: Path) -> None:
     killed: list[int] = []
     stop = threading.Event()
-    killer = threading.Thread(target=kill_workers, args=(sshd, 2, killed, stop, 0.2))
+    killer = threading.Thread(target=kill_workers,
+                              args=(sshd, set(remote_workers(sshd)), 2, killed, stop, 0.2))
     killer.start()
     try:
         report = optimize(sshd, tmp_path, "--eval-host", sshd.url)

@@ -342,11 +342,10 @@ TEST_F(DashboardTest, SiteLoadReadsTheWebFolderAndRefusesAMissingPackage) {
   auto site = ok::dashboard::Site::load(web, modules);
   ASSERT_TRUE(site) << site.error().message;
   EXPECT_NE(site->find("/js/app.js"), nullptr);
-  EXPECT_NE(site->find("/vendor/plotly.min.js"), nullptr);
   EXPECT_NE(site->find("/vendor/plotly-cartesian.min.js"), nullptr);  // the Charts page's
   EXPECT_EQ(site->find("/index.html")->body, site->find("/")->body);
   EXPECT_EQ(site->find("/../secret.txt"), nullptr);
-  EXPECT_EQ(site->size(), 7u);  // index.html, /, app.js and four vendor files
+  EXPECT_EQ(site->size(), 6u);  // index.html, /, app.js and three vendor files
 }
 
 TEST_F(DashboardTest, StrategiesCarryPerClassFiguresAndTheFrontier) {

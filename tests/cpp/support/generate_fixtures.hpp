@@ -1,6 +1,7 @@
 // Fixtures of the builtin generator's tests (test_generate*.cpp): the source root, data/skills,
-// a minimal reference program, the graph IRs under tests/fixtures/generate by name, and must(),
-// which proposes candidates and fails the current test (returning an empty Proposal) on an error.
+// a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(),
+// which proposes candidates and fails the current test (returning an empty Proposal) on an error,
+// and expect_supported_without_vendor(), every fixture of a family on every backend.
 // Needs OPENKERNEL_TEST_SOURCE_ROOT defined by the test target. Tests only; thread-safe (no state).
 #pragma once
 
@@ -10,8 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "generate/generate.hpp"
 
@@ -36,6 +40,31 @@ inline generate::Proposal must(const nlohmann::json& ir, const std::string& back
   auto p = generate::propose(ir, backend, kReference, kSkills, seed, max);
   EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
   return p ? *p : generate::Proposal{};
+}
+
+// A candidate's forward: its source from `class ModelNew(Model):` on.
+inline std::string forward_of(const std::string& source) {
+  return source.substr(source.find("class ModelNew(Model):"));
+}
+
+// Each {fixture NAME, PATTERN} on every backend, the first `max` points: supported with that
+// pattern, at least one candidate, and no candidate's forward matching `vendor` (the calls that
+// would leave the op to PyTorch). Fails the current test at the first unsupported fixture.
+inline void expect_supported_without_vendor(
+    const std::vector<std::pair<std::string, std::string>>& cases, const std::regex& vendor,
+    int max = 8) {
+  for (const auto& [name, pattern] : cases) {
+    for (const char* backend : {"cpu", "triton", "cuda"}) {
+      generate::Proposal p = must(fixture(name), backend, 0, max);
+      ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
+      EXPECT_EQ(p.pattern, pattern) << name;
+      ASSERT_FALSE(p.candidates.empty()) << name << " " << backend;
+      for (const auto& c : p.candidates)
+        EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))
+            << name << " " << backend << ":\n"
+            << forward_of(c.source);
+    }
+  }
 }
 
 }  // namespace ok::testing
