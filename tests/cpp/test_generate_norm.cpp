@@ -1,7 +1,10 @@
 // generate: split reductions (split.cpp) and the norm and loss families (lower_norm.cpp): which
 // reductions are split and into what plan, and how BatchNorm, InstanceNorm, GroupNorm and the
-// losses lower to kernel groups on every backend.
+// losses lower to kernel groups on every backend (cross_entropy: an int64 target, the column index
+// in the row kernels).
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "generate/graph.hpp"
 #include "generate/plan.hpp"
@@ -220,6 +223,67 @@ TEST(GenerateLoss, EveryLossGeneratesOnEveryBackend) {
       ir(inputs, json::array({node("y", "triplet_margin_loss", {a, b, c, a}, json::array())}), "y");
   EXPECT_EQ(must(triplet4, "cpu").reason,
             "node y: triplet_margin_loss with 4 tensor arguments, not 3");
+}
+
+// cross_entropy: x [8, 16] (or [4, 16, 3], classes along dim 1) with int64 class indices.
+json cross_entropy_ir(json x_shape, json t_shape, json out_shape, json kwargs,
+                      const std::string& tdtype = "int64") {
+  json t = input("t", t_shape, 1);
+  t["dtype"] = tdtype;
+  return ir(json::array({input("x", x_shape, 0), t}),
+            json::array({node("y", "cross_entropy", {{{"input", "x"}}, {{"input", "t"}}}, out_shape,
+                              kwargs)}),
+            "y");
+}
+
+TEST(GenerateLoss, CrossEntropyPicksTheTargetColumnInTheRowKernel) {
+  const json mean = {{"ignore_index", -100}, {"reduction", "mean"}, {"label_smoothing", 0.0}};
+  const json j = cross_entropy_ir({8, 16}, {8}, json::array(), mean);
+  Plan p = planned(lowered(j));
+  // The row kernel (max, sum of exp, picked logit over the 16 classes), then the mean over the
+  // rows that are not ignored (two sums in one kernel, the division).
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_EQ(p.groups[0].red, 16);
+  EXPECT_EQ(p.groups[0].outer, 8);
+  EXPECT_EQ(p.groups[1].red, 8);
+  // The column index is the reduced coordinate r; the target is read as int64.
+  const std::map<std::string, std::vector<std::string>> expect = {
+      {"cpu", {"const int64_t* __restrict__ in", "r == in"}},
+      {"cuda", {"const int64_t* __restrict__ in", "r == in"}},
+      {"triton", {"tl.where(r == x"}}};
+  for (const auto& [backend, needles] : expect) {
+    Proposal prop = must(j, backend);
+    ASSERT_TRUE(prop.supported) << backend << ": " << prop.reason;
+    ASSERT_FALSE(prop.candidates.empty());
+    for (const auto& needle : needles)
+      EXPECT_NE(prop.candidates[0].source.find(needle), std::string::npos)
+          << backend << " lacks " << needle << "\n"
+          << prop.candidates[0].source;
+  }
+  // Classes along dim 1 of [N, C, d]: a row kernel over C with the d positions as its inner dim.
+  json spatial =
+      cross_entropy_ir({4, 16, 3}, {4, 3}, {4, 3}, {{"reduction", "none"}, {"ignore_index", 0}});
+  Plan sp = planned(lowered(spatial));
+  ASSERT_EQ(sp.groups.size(), 1u);
+  EXPECT_EQ(sp.groups[0].inner, 3);
+  for (const char* backend : {"cpu", "triton", "cuda"})
+    EXPECT_TRUE(must(spatial, backend).supported) << backend;
+}
+
+TEST(GenerateLoss, CrossEntropyOptionsWeDoNotModelSayWhy) {
+  auto why = [](const json& j) { return must(j, "cpu").reason; };
+  json smoothing = cross_entropy_ir({8, 16}, {8}, json::array(), {{"label_smoothing", 0.1}});
+  EXPECT_EQ(why(smoothing), "node y: cross_entropy with label_smoothing");
+  json weighted = cross_entropy_ir({8, 16}, {8}, json::array(), json::object());
+  weighted["inputs"].push_back(input("w", {16}, 2));
+  weighted["nodes"][0]["args"].push_back({{"input", "w"}});
+  EXPECT_EQ(why(weighted), "node y: cross_entropy with class weights (weight=)");
+  json probabilities = cross_entropy_ir({8, 16}, {8, 16}, json::array(), json::object(), "float32");
+  EXPECT_EQ(why(probabilities),
+            "node y: cross_entropy with float32 targets (class probabilities); only class "
+            "indices are generated");
+  json batchmean = cross_entropy_ir({8, 16}, {8}, json::array(), {{"reduction", "batchmean"}});
+  EXPECT_EQ(why(batchmean), "node y: cross_entropy with reduction=batchmean");
 }
 
 }  // namespace
