@@ -95,3 +95,45 @@ def get_init_inputs():
     return []
 """)
     optimize_builtin(tmp_path, ref, [])
+
+
+def _torch_has_sdpa() -> bool:
+    """Whether the worker's torch has F.scaled_dot_product_attention (torch 2.0 and later)."""
+    code = "import torch.nn.functional as F; print(hasattr(F, 'scaled_dot_product_attention'))"
+    p = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
+    return p.stdout.strip() == "True"
+
+
+ATTENTION_VENDOR = re.compile(VENDOR.pattern + r"|scaled_dot_product_attention|softmax\(")
+
+
+def test_attention_decomposition_is_correct(tmp_path: Path) -> None:
+    """softmax(Q K^T * scale) V over [B, H, L, E]: the nodes scaled_dot_product_attention is
+    written as (docs/graph-ir.md, "Attention"), spelled out so that any torch runs it: a batched
+    product with K read transposed, the scale and softmax in one row kernel, the product by V."""
+    ref = tmp_path / "attention.py"
+    ref.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1) @ v
+
+
+def get_inputs():
+    return [torch.rand(2, 3, 20, 64), torch.rand(2, 3, 24, 64), torch.rand(2, 3, 24, 16)]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [], ATTENTION_VENDOR)
+
+
+def test_kernelbench_attention_is_correct(tmp_path: Path) -> None:
+    """Level 1's problem 97 itself at a reduced size; needs a torch with the function."""
+    if not _torch_has_sdpa():
+        pytest.skip("the worker's torch has no F.scaled_dot_product_attention")
+    ref, sets = problems()["attention"]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, ATTENTION_VENDOR)
