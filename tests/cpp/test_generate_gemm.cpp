@@ -23,6 +23,7 @@ using ok::generate::Proposal;
 using ok::testing::fixture;
 using ok::testing::kSkills;
 using ok::testing::must;
+using ok::testing::run;
 
 // The candidate's forward: everything after `class ModelNew`.
 std::string forward_of(const std::string& source) {
@@ -190,11 +191,6 @@ TEST(GenerateGemm, AttentionIsTwoProductsAroundOneRowKernel) {
   }
 }
 
-int run(const std::string& command) {
-  int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 TEST(GenerateGemm, TritonSourcesParseAsPython) {
   if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path dir = fs::temp_directory_path() / ("ok_gemm_ast_" + std::to_string(::getpid()));
@@ -215,12 +211,10 @@ TEST(GenerateGemm, CudaSourcesCompileWithNvcc) {
   const fs::path dir = fs::temp_directory_path() / ("ok_gemm_nvcc_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   for (const char* name : {"gemm_tril", "attention"}) {
-    const std::string src = must(fixture(name), "cuda", 0, 1).candidates.at(0).source;
-    const std::string open = "_OK_SOURCE = r\"\"\"\n";
-    const size_t begin = src.find(open);
-    ASSERT_NE(begin, std::string::npos);
-    const size_t end = src.find("\"\"\"", begin + open.size());
-    std::ofstream(dir / "k.cu") << src.substr(begin + open.size(), end - begin - open.size());
+    const std::string cu =
+        ok::testing::cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
+    ASSERT_FALSE(cu.empty()) << name;
+    std::ofstream(dir / "k.cu") << cu;
     EXPECT_EQ(
         run("nvcc -c -arch=sm_90 -o " + (dir / "k.o").string() + " " + (dir / "k.cu").string()), 0)
         << name;

@@ -2,8 +2,13 @@
 // reductions are split and into what plan, and how BatchNorm, InstanceNorm, GroupNorm and the
 // losses lower to kernel groups on every backend (cross_entropy: an int64 target, the column index
 // in the row kernels).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "generate/graph.hpp"
@@ -19,6 +24,7 @@ using ok::generate::Proposal;
 using ok::generate::StepKind;
 using ok::testing::kSkills;
 using ok::testing::must;
+using ok::testing::run;
 
 const ok::generate::Skills& skills() {
   static const ok::generate::Skills s = [] {
@@ -260,6 +266,11 @@ TEST(GenerateLoss, CrossEntropyPicksTheTargetColumnInTheRowKernel) {
           << backend << " lacks " << needle << "\n"
           << prop.candidates[0].source;
   }
+  // Many rows (level1/95 has 32768): the mean's two sums are split like any long reduction.
+  Graph many = lowered(cross_entropy_ir({32768, 16}, {32768}, json::array(), mean));
+  const auto splits = ok::generate::split_options(many);
+  ASSERT_FALSE(splits.empty());
+  EXPECT_EQ(planned(ok::generate::split_reductions(many, splits[0])).groups.size(), 3u);
   // Classes along dim 1 of [N, C, d]: a row kernel over C with the d positions as its inner dim.
   json spatial =
       cross_entropy_ir({4, 16, 3}, {4, 3}, {4, 3}, {{"reduction", "none"}, {"ignore_index", 0}});
@@ -268,6 +279,37 @@ TEST(GenerateLoss, CrossEntropyPicksTheTargetColumnInTheRowKernel) {
   EXPECT_EQ(sp.groups[0].inner, 3);
   for (const char* backend : {"cpu", "triton", "cuda"})
     EXPECT_TRUE(must(spatial, backend).supported) << backend;
+}
+
+// The row kernel with the int64 target (1-d rows and, for [N, C, d], 2-d tiles) as Triton parses
+// it and nvcc compiles it.
+TEST(GenerateLoss, CrossEntropyKernelsParseAndCompile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ok_xent_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::vector<json> irs = {
+      cross_entropy_ir({8, 16}, {8}, json::array(), {{"reduction", "mean"}}),
+      cross_entropy_ir({4, 16, 3}, {4, 3}, {4, 3}, {{"reduction", "none"}})};
+  const bool python = run("/usr/bin/python3 -c pass >/dev/null 2>&1") == 0;
+  const bool nvcc = run("nvcc --version >/dev/null 2>&1") == 0;
+  for (size_t k = 0; k < irs.size(); ++k) {
+    const fs::path py = dir / fmt::format("xent{}.py", k), cu = dir / fmt::format("xent{}.cu", k);
+    if (python) {
+      std::ofstream(py) << must(irs[k], "triton", 0, 1).candidates.at(0).source;
+      EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
+                    py.string()),
+                0)
+          << k;
+    }
+    if (nvcc) {
+      std::ofstream(cu) << ok::testing::cuda_source(
+          must(irs[k], "cuda", 0, 1).candidates.at(0).source);
+      EXPECT_EQ(run("nvcc -c -arch=sm_90 -o " + (dir / "k.o").string() + " " + cu.string()), 0)
+          << k;
+    }
+  }
+  fs::remove_all(dir);
+  if (!python || !nvcc) GTEST_SKIP() << "no /usr/bin/python3 or no nvcc on PATH";
 }
 
 TEST(GenerateLoss, CrossEntropyOptionsWeDoNotModelSayWhy) {

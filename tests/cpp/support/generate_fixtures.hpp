@@ -1,12 +1,15 @@
 // Fixtures of the builtin generator's tests (test_generate*.cpp): the source root, data/skills,
-// a minimal reference program, the graph IRs under tests/fixtures/generate by name, and must(),
-// which proposes candidates and fails the current test (returning an empty Proposal) on an error.
+// a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(), which
+// proposes candidates and fails the current test (returning an empty Proposal) on an error, run()
+// (a shell command's status) and cuda_source(), a CUDA candidate's kernels.
 // Needs OPENKERNEL_TEST_SOURCE_ROOT defined by the test target. Tests only; thread-safe (no state).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,6 +31,21 @@ inline nlohmann::json fixture(const std::string& name) {
   std::stringstream ss;
   ss << in.rdbuf();
   return nlohmann::json::parse(ss.str());
+}
+
+// A shell command's exit status (-1 when it did not exit normally).
+inline int run(const std::string& command) {
+  int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The CUDA kernels of a cuda candidate's source (its _OK_SOURCE text); empty when it has none.
+inline std::string cuda_source(const std::string& candidate) {
+  const std::string open = "_OK_SOURCE = r\"\"\"\n";
+  const size_t begin = candidate.find(open);
+  if (begin == std::string::npos) return "";
+  const size_t end = candidate.find("\"\"\"", begin + open.size());
+  return candidate.substr(begin + open.size(), end - begin - open.size());
 }
 
 // propose() over kReference and kSkills; max <= 0: the whole parameter space.
