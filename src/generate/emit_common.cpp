@@ -20,6 +20,13 @@ std::string literal(double v, const std::string& lang) {
   return s;
 }
 
+std::string c_type(const std::string& dtype) {
+  if (dtype == "int64") return "int64_t";
+  if (dtype == "int32") return "int32_t";
+  if (dtype == "bool") return "bool";
+  return "float";
+}
+
 std::string render_op(const Skills& skills, const std::string& lang, const Node& n,
                       const std::vector<std::string>& operands, const std::string& coord) {
   auto it = skills.ops.find(n.op);
@@ -329,17 +336,6 @@ IndexSpace row_space(const KernelGroup& G, const std::string& o, const std::stri
                    Coord{j, G.red_end, n}};
   sp.perrow_coords = {Coord{o, 0, G.red_begin}, Coord{j, G.red_end, n}};
   return sp;
-}
-
-}  // namespace ok::generate
-
-namespace ok::generate {
-
-std::string c_type(const std::string& dtype) {
-  if (dtype == "int64") return "int64_t";
-  if (dtype == "int32") return "int32_t";
-  if (dtype == "bool") return "bool";
-  return "float";
 }
 
 }  // namespace ok::generate
