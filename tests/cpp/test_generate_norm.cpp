@@ -260,6 +260,7 @@ TEST(GenerateLoss, CrossEntropyPicksTheTargetColumnInTheRowKernel) {
   for (const auto& [backend, needles] : expect) {
     Proposal prop = must(j, backend);
     ASSERT_TRUE(prop.supported) << backend << ": " << prop.reason;
+    EXPECT_EQ(prop.pattern, "reduce:cross_entropy") << backend;
     ASSERT_FALSE(prop.candidates.empty());
     for (const auto& needle : needles)
       EXPECT_NE(prop.candidates[0].source.find(needle), std::string::npos)
