@@ -1,7 +1,7 @@
 // Fixtures of the builtin generator's tests (test_generate*.cpp): the source root, data/skills,
 // a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(), which
 // proposes candidates and fails the current test (returning an empty Proposal) on an error, run()
-// (a shell command's status) and cuda_source(), a CUDA candidate's kernels.
+// (a shell command's status), cuda_source() (a CUDA candidate's kernels) and nvcc_compile().
 // Needs OPENKERNEL_TEST_SOURCE_ROOT defined by the test target. Tests only; thread-safe (no state).
 #pragma once
 
@@ -46,6 +46,15 @@ inline std::string cuda_source(const std::string& candidate) {
   if (begin == std::string::npos) return "";
   const size_t end = candidate.find("\"\"\"", begin + open.size());
   return candidate.substr(begin + open.size(), end - begin - open.size());
+}
+
+// Compiles a cuda candidate's kernels for sm_90 (`stem`.cu to `stem`.o): nvcc's status, -1 when
+// the candidate has no kernels.
+inline int nvcc_compile(const std::string& candidate, const std::filesystem::path& stem) {
+  const std::string cu = cuda_source(candidate);
+  if (cu.empty()) return -1;
+  std::ofstream(stem.string() + ".cu") << cu;
+  return run("nvcc -c -arch=sm_90 -o " + stem.string() + ".o " + stem.string() + ".cu");
 }
 
 // propose() over kReference and kSkills; max <= 0: the whole parameter space.
