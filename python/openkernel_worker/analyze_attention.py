@@ -64,5 +64,5 @@ class AttentionFamilies:
                   scores)
         self.emit(names[1], "mul", [{"node": names[0]}, {"scalar": float(scale)}], {}, scores)
         self.emit(names[2], "softmax", [{"node": names[1]}], {"dim": rank - 1}, scores)
-        self.emit(node.name, "matmul", [{"node": names[2]}, self.tensor_arg(b["value"], "the value")],
-                  {}, node)
+        value = self.tensor_arg(b["value"], "the value")
+        self.emit(node.name, "matmul", [{"node": names[2]}, value], {}, node)

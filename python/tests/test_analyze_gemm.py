@@ -1,6 +1,7 @@
 """analyze on matrix products (docs/graph-ir.md, "Matrix products", "Attention"): KernelBench
-level 1's GEMM problems 1-18 and attention (97) at the reduced sizes of tests/fixtures/generate/gemm_problems.tsv give the IR of
-their fixtures; transposes, einsum, diag, tril/triu and number arguments in their IR forms."""
+level 1's GEMM problems 1-18 and attention (97) at the reduced sizes of
+tests/fixtures/generate/gemm_problems.tsv give the IR of their fixtures; transposes, einsum, diag,
+tril/triu, number arguments and scaled_dot_product_attention in their IR forms."""
 from __future__ import annotations
 
 import json

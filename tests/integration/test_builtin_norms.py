@@ -1,11 +1,11 @@
 """The builtin generator's norm, reduction and loss problems end to end on the CPU backend:
 `openkernel optimize --model builtin` on KernelBench level 1's BatchNorm, InstanceNorm, GroupNorm,
 Frobenius norm, LayerNorm, Sum, MinGPT GELU, MSE, cross-entropy, Huber, KL divergence, triplet
-margin and hinge problems at reduced sizes (tests/fixtures/generate/norm_problems.tsv) must come back `correct`,
-with a candidate that computes the norm or loss itself (no module call, torch.nn.functional or
-torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL and hinge keep rows
-long enough for the split reductions (partials, then a finishing kernel) and their first
-candidate must use one. The Triton candidates of every problem at full size must parse; the CUDA
+margin and hinge problems at reduced sizes (tests/fixtures/generate/norm_problems.tsv) must come
+back `correct`, with a candidate that computes the norm or loss itself (no module call,
+torch.nn.functional or torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL
+and hinge keep rows long enough for the split reductions (partials, then a finishing kernel) and
+their first candidate must use one. The Triton candidates of every problem at full size must parse; the CUDA
 kernels must compile with nvcc (slow).
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_norms.py
