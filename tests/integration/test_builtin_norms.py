@@ -3,10 +3,10 @@
 Frobenius norm, LayerNorm, Sum, MinGPT GELU, MSE, cross-entropy, Huber, KL divergence, triplet
 margin and hinge problems at reduced sizes (tests/fixtures/generate/norm_problems.tsv) must come
 back `correct`, with a candidate that computes the norm or loss itself (no module call,
-torch.nn.functional or torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL
-and hinge keep rows long enough for the split reductions (partials, then a finishing kernel) and
-their first candidate must use one. The Triton candidates of every problem at full size must parse; the CUDA
-kernels must compile with nvcc (slow).
+torch.nn.functional or torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL,
+hinge and cross-entropy over many rows keep rows long enough for the split reductions (partials,
+then a finishing kernel) and their first candidate must use one. The Triton candidates of every
+problem at full size must parse; the CUDA kernels must compile with nvcc (slow).
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_norms.py
 """
@@ -31,7 +31,7 @@ TABLE = ROOT / "tests/fixtures/generate/norm_problems.tsv"
 # default suite; the rest slow.
 CHOSEN = {"group_norm", "frobenius", "layer_norm", "triplet", "cross_entropy"}
 # The problems whose first candidate splits a reduction at these sizes.
-SPLIT = {"frobenius", "layer_norm", "mse", "huber", "kl_div", "hinge"}
+SPLIT = {"frobenius", "layer_norm", "mse", "huber", "kl_div", "hinge", "cross_entropy_rows"}
 VENDOR = re.compile(r"self\.(bn|inorm|gn|ln|loss_fn)\(|_ok_torch\.nn|torch\.nn\.functional|"
                     r"\bF\.|torch\.(norm|sum|mean|clamp|tanh|pow)\(")
 
