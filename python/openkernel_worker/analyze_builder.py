@@ -8,6 +8,7 @@ import math
 import operator
 from typing import Any
 
+from .analyze_attention import AttentionFamilies
 from .analyze_conv import ConvFamilies
 from .analyze_einsum import einsum_as_matmul
 from .analyze_ops import (DEFAULT_ONLY, IGNORED, VIEW_METHODS, AttrRef, Spec, module_form, resolve,
@@ -109,7 +110,7 @@ def _inplace_safe(node: Any, src: Any, order: dict[Any, int]) -> bool:
     return True
 
 
-class Builder(WindowFamilies, NormFamilies, ConvFamilies):
+class Builder(WindowFamilies, NormFamilies, ConvFamilies, AttentionFamilies):
     """Walks the traced graph once, in order, and collects the IR's nodes, attrs and types."""
 
     def __init__(self, gm: Any, values: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ Entries = Iterator[tuple[list[str], Any]]
 
 NORM_FUNCTIONS = ("batch_norm", "instance_norm", "group_norm")
 LOSS_FUNCTIONS = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-                  "triplet_margin_loss")
+                  "triplet_margin_loss", "cross_entropy")
 
 
 def norm_and_loss_entries() -> Entries:
@@ -76,10 +76,12 @@ def norm_or_loss_module(mod: Any, path: str,
         nn.SmoothL1Loss: (F.smooth_l1_loss, ("beta",)), nn.HuberLoss: (F.huber_loss, ("delta",)),
         nn.KLDivLoss: (F.kl_div, ("log_target",)),
         nn.TripletMarginLoss: (F.triplet_margin_loss, ("margin", "p", "eps", "swap")),
+        nn.CrossEntropyLoss: (F.cross_entropy, ("ignore_index", "label_smoothing")),
     }
     if type(mod) in losses:
         fn, names = losses[type(mod)]
-        return fn, {"reduction": mod.reduction, **{n: getattr(mod, n) for n in names}}
+        extra = {"weight": ref("weight")} if isinstance(mod, nn.CrossEntropyLoss) else {}
+        return fn, {"reduction": mod.reduction, **extra, **{n: getattr(mod, n) for n in names}}
     return None
 
 
@@ -112,12 +114,15 @@ class NormFamilies:
 
     def family_loss(self, node: Any, spec: Any, b: dict[str, Any]) -> None:
         """A loss: its tensor arguments in order, its other parameters as kwargs (reduction...);
-        the deprecated size_average/reduce only when unset."""
+        the deprecated size_average/reduce only when unset; cross_entropy's weight only when
+        given (a tensor: an argument after the target)."""
         from .analyze_builder import Unsupported, _json
 
         for legacy in ("size_average", "reduce"):
             if b.pop(legacy, None) is not None:
                 raise Unsupported(f"{legacy}= is not expressible in {spec.op}")
+        if b.get("weight", 0) is None:
+            del b["weight"]
         args, kwargs = [], {}
         for name, v in b.items():
             if self.is_tensor(v):

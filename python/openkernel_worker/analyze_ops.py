@@ -88,6 +88,7 @@ Entries = Iterator[tuple[list[str], Spec]]
 def table_entries() -> Entries:
     """(callables by dotted name, method names prefixed `Tensor.`) -> Spec; the first entry to name a
     callable wins."""
+    from .analyze_attention import attention_entries
     from .analyze_conv import conv_entries
     from .analyze_norms import norm_and_loss_entries
     from .analyze_window import window_entries
@@ -98,6 +99,7 @@ def table_entries() -> Entries:
     yield from norm_and_loss_entries()
     yield from conv_entries()
     yield from window_entries()
+    yield from attention_entries()
 
 
 def _elementwise_entries() -> Entries:

@@ -1,6 +1,7 @@
-"""analyze on matrix products (docs/graph-ir.md, "Matrix products"): KernelBench level 1's GEMM
-problems 1-18 at the reduced sizes of tests/fixtures/generate/gemm_problems.tsv give the IR of
-their fixtures; transposes, einsum, diag, tril/triu and number arguments in their IR forms."""
+"""analyze on matrix products (docs/graph-ir.md, "Matrix products", "Attention"): KernelBench
+level 1's GEMM problems 1-18 and attention (97) at the reduced sizes of
+tests/fixtures/generate/gemm_problems.tsv give the IR of their fixtures; transposes, einsum, diag,
+tril/triu, number arguments and scaled_dot_product_attention in their IR forms."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+import torch
 
 from openkernel_worker.analyze import analyze
 from openkernel_worker.analyze_einsum import einsum_as_matmul
@@ -34,6 +36,8 @@ def test_kernelbench_gemm_problems_give_their_fixtures(name: str, ref: str, sets
     path = KERNELBENCH / ref.removeprefix("kb:")
     if not path.is_file():
         pytest.skip(f"no KernelBench at {KERNELBENCH}")
+    if name == "attention" and not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        pytest.skip(f"torch {torch.__version__} has no F.scaled_dot_product_attention")
     overrides = dict(s.split("=") for s in sets.split())
     got = json.loads(json.dumps(analyze(str(path), overrides)))
     assert got == json.loads((FIXTURES / f"{name}.json").read_text())
@@ -82,3 +86,27 @@ def test_number_arguments_are_constants(write: Write) -> None:
     assert r["inputs"] == [{"name": "x", "index": 0, "shape": [4, 8], "dtype": "float32"}]
     assert r["constants"] == [{"name": "s", "index": 1, "value": 2.5}]
     assert r["nodes"][0]["args"] == [{"input": "x"}, {"scalar": 2.5}]
+
+
+SDPA = pytest.mark.skipif(not hasattr(torch.nn.functional, "scaled_dot_product_attention"),
+                          reason=f"torch {torch.__version__} has no scaled_dot_product_attention")
+
+
+@SDPA
+def test_attention_is_its_products_and_softmax(write: Write) -> None:
+    """F.scaled_dot_product_attention: K transposed, Q K^T, the scale, softmax, the product by V;
+    a numeric scale= is read, a mask or causal attention leaves the call unknown with why."""
+    qkv = "[torch.rand(2, 5, 8), torch.rand(2, 7, 8), torch.rand(2, 7, 3)]"
+    r = run(write, reference("return F.scaled_dot_product_attention(q, k, v, scale=0.5)",
+                             params="q, k, v", inputs=qkv))
+    assert ops(r) == ["permute", "matmul", "mul", "softmax", "matmul"]
+    assert r["nodes"][0]["kwargs"] == {"dims": [0, 2, 1]}
+    assert r["nodes"][2]["args"][1] == {"scalar": 0.5}
+    assert [n["shape"] for n in r["nodes"]] == [[2, 8, 7], [2, 5, 7], [2, 5, 7], [2, 5, 7],
+                                                [2, 5, 3]]
+    for call, why in (("is_causal=True", "is_causal=True"), ("attn_mask=q[:, :, :1] > 0",
+                                                             "attn_mask")):
+        r = run(write, reference(f"return F.scaled_dot_product_attention(q, k, v, {call})",
+                                 params="q, k, v", inputs=qkv))
+        unknown = [n for n in r["nodes"] if n["op"] == "unknown"]
+        assert unknown and why in unknown[-1]["kwargs"]["reason"], r["nodes"]

@@ -85,3 +85,22 @@ def test_batch_norm_and_group_norm_of_a_matrix_are_batched(write: Write) -> None
                              inputs="[torch.randn(5, 4)]"))
     assert ops(r) == ["batch_norm", "group_norm"]
     assert node(r, "batch_norm")["args"][0] == {"input": "x"}
+
+
+def test_cross_entropy_reads_class_indices(write: Write) -> None:
+    """F.cross_entropy and nn.CrossEntropyLoss: [input, target] with the integer target as an
+    input of its own dtype, ignore_index, reduction and label_smoothing as kwargs; a weight is a
+    third argument (the generator reports it unsupported)."""
+    r = run(write, reference("return F.cross_entropy(x, t)", params="x, t",
+                             inputs="[torch.rand(4, 8), torch.randint(0, 8, (4,))]"))
+    c = node(r, "cross_entropy")
+    assert c["args"] == [{"input": "x"}, {"input": "t"}]
+    assert c["kwargs"] == {"ignore_index": -100, "reduction": "mean", "label_smoothing": 0.0}
+    assert [i["dtype"] for i in r["inputs"]] == ["float32", "int64"]
+    r = run(write, reference("return self.loss(x, t)",
+                             init="self.loss = nn.CrossEntropyLoss(weight=torch.ones(8), "
+                                  "ignore_index=3, reduction='sum')",
+                             params="x, t", inputs="[torch.rand(4, 8), torch.randint(0, 8, (4,))]"))
+    c = node(r, "cross_entropy")
+    assert c["args"] == [{"input": "x"}, {"input": "t"}, {"attr": "loss.weight"}]
+    assert c["kwargs"] == {"ignore_index": 3, "reduction": "sum", "label_smoothing": 0.0}

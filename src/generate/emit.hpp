@@ -22,8 +22,9 @@ struct EmitError {
 
 // lang: "cpp" (CPU and CUDA device code share the C++ spelling of literals), "cuda", "triton".
 std::string literal(double v, const std::string& lang);
+// `coord`: what {{i}} stands for (the element's coordinate along the node's params.index_dim).
 std::string render_op(const Skills& skills, const std::string& lang, const Node& n,
-                      const std::vector<std::string>& operands);
+                      const std::vector<std::string>& operands, const std::string& coord = "");
 
 // A coordinate covering dims [begin, end) of the context shape: the flat index of those dims.
 struct Coord {
@@ -48,6 +49,9 @@ class Region {
     std::function<void(int value, const std::string& expr, Cls cls)> decl;
     // Optional: emits a reduction in place (single-tile kernels); marks it known.
     std::function<void(int value)> reduce;
+    // The coordinate along `dim` of an element of a value of shape ctx and class cls (the
+    // column index an index_eq node compares with); needed only by such nodes.
+    std::function<std::string(const Shape& ctx, int dim, Cls cls)> coord;
   };
   Region(const Graph& g, const KernelGroup& G, const Skills& skills, std::string lang,
          std::map<int, bool>* perrow_known, Hooks hooks)
@@ -91,6 +95,14 @@ struct IndexSpace {
 };
 std::string index_of(const Graph& g, const KernelGroup& G, int leaf, const Shape& ctx, Cls cls,
                      const IndexSpace& sp, bool python);
+// The same for a contiguous tensor of shape `leaf` broadcast against ctx.
+std::string shape_index(const KernelGroup& G, const Shape& leaf, const Shape& ctx, Cls cls,
+                        const IndexSpace& sp, bool python);
+// The coordinate along `dim` of ctx of the element index_of addresses (Region::Hooks::coord).
+std::string coord_of(const KernelGroup& G, const Shape& ctx, int dim, Cls cls, const IndexSpace& sp,
+                     bool python);
+// The C++ element type of a tensor of `dtype` in the C++ and CUDA kernels' signatures.
+std::string c_type(const std::string& dtype);
 // The standard row-group coordinates.
 IndexSpace row_space(const KernelGroup& G, const std::string& o, const std::string& r,
                      const std::string& j, const std::string& lin_row,

@@ -20,8 +20,15 @@ std::string literal(double v, const std::string& lang) {
   return s;
 }
 
+std::string c_type(const std::string& dtype) {
+  if (dtype == "int64") return "int64_t";
+  if (dtype == "int32") return "int32_t";
+  if (dtype == "bool") return "bool";
+  return "float";
+}
+
 std::string render_op(const Skills& skills, const std::string& lang, const Node& n,
-                      const std::vector<std::string>& operands) {
+                      const std::vector<std::string>& operands, const std::string& coord) {
   auto it = skills.ops.find(n.op);
   if (it == skills.ops.end()) throw EmitError{fmt::format("op {} has no template", n.op)};
   const OpTemplate& t = it->second;
@@ -33,6 +40,7 @@ std::string render_op(const Skills& skills, const std::string& lang, const Node&
   for (const auto& [k, v] : t.defaults.items()) ctx[k] = literal(v.get<double>(), lang);
   for (const auto& [k, v] : n.params.items())
     if (v.is_number()) ctx[k] = literal(v.get<double>(), lang);
+  if (!coord.empty()) ctx["i"] = coord;
   std::string key = lang == "triton" ? "triton" : lang == "cuda" ? "cuda" : "cpp";
   auto r = render_template(t.expr.at(key), ctx);
   if (!r) throw EmitError{fmt::format("op {}: {}", n.op, r.error().message)};
@@ -144,7 +152,16 @@ std::string Region::compute(int value) {
     throw EmitError{fmt::format("node {} cannot be computed inline", g_.values[value].name)};
   std::vector<std::string> ops;
   for (const auto& a : n.args) ops.push_back(operand(a));
-  std::string e = render_op(skills_, lang_, n, ops);
+  // index_eq and any op reading {{i}}: the element's coordinate along params.index_dim.
+  std::string coord;
+  if (n.params.contains("index_dim")) {
+    const int dim = n.params["index_dim"].get<int>();
+    if (!hooks_.coord || dim < 0 || dim >= static_cast<int>(shape.size()))
+      throw EmitError{
+          fmt::format("node {}: no coordinate along dim {}", g_.values[value].name, dim)};
+    coord = hooks_.coord(shape, dim, c);
+  }
+  std::string e = render_op(skills_, lang_, n, ops, coord);
   hooks_.decl(value, e, c);
   if (c == Cls::kPerRow) {
     (*perrow_known_)[value] = true;
@@ -280,7 +297,20 @@ namespace ok::generate {
 
 std::string index_of(const Graph& g, const KernelGroup& G, int leaf, const Shape& ctx, Cls cls,
                      const IndexSpace& sp, bool python) {
-  const Shape& ls = g.values[leaf].shape;
+  return shape_index(G, g.values[leaf].shape, ctx, cls, sp, python);
+}
+
+std::string coord_of(const KernelGroup& G, const Shape& ctx, int dim, Cls cls, const IndexSpace& sp,
+                     bool python) {
+  // The flat index of a leaf that varies along `dim` only is that dim's coordinate.
+  Shape unit(ctx.size(), 1);
+  unit[static_cast<size_t>(dim)] = ctx[static_cast<size_t>(dim)];
+  if (ctx[static_cast<size_t>(dim)] == 1) return "0";
+  return shape_index(G, unit, ctx, cls, sp, python);
+}
+
+std::string shape_index(const KernelGroup& G, const Shape& ls, const Shape& ctx, Cls cls,
+                        const IndexSpace& sp, bool python) {
   const int rank = static_cast<int>(ctx.size());
   if (cls == Cls::kRow) {
     if (is_full(ctx, ls)) return sp.lin_row;

@@ -23,7 +23,8 @@ Signature signature(const Graph& g, const KernelGroup& G) {
   std::vector<std::string> parts;
   for_each_param(G, [&](int v, const std::string& name, bool output) {
     s.names[v] = name;
-    parts.push_back(fmt::format("{}float* __restrict__ {}", output ? "" : "const ", name));
+    parts.push_back(fmt::format("{}{}* __restrict__ {}", output ? "" : "const ",
+                                c_type(g.values[v].dtype), name));
     s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, v)));
   });
   s.text = util::join(parts, ", ");
@@ -87,6 +88,7 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   h.decl = [&](int v, const std::string& e, Cls) {
     lines.push_back(fmt::format("const float {} = {};", Region::var(v, Cls::kRow), e));
   };
+  h.coord = [&](const Shape& ctx, int dim, Cls c) { return coord_of(G, ctx, dim, c, sp, false); };
   pointwise_outputs(g, G, skills, "cpp", h, [&](int v, const std::string& e) {
     lines.push_back(fmt::format("{}[i] = {};", sig.names.at(v), e));
   });
@@ -129,6 +131,9 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
         lines.push_back(fmt::format("const float p{} = {};", v, e));
     };
     h.perrow_ref = [pref](int v, Cls) { return pref(v); };
+    h.coord = [&G, &sp](const Shape& ctx, int dim, Cls c) {
+      return coord_of(G, ctx, dim, c, sp, false);
+    };
     return h;
   };
   auto perrow_nodes = [&](int level, std::vector<std::string>& lines) {

@@ -29,8 +29,9 @@ Sig signature(const Graph& g, const KernelGroup& G) {
   for_each_param(G, [&](int v, const std::string& name, bool output) {
     const char* constness = output ? "" : "const ";
     s.names[v] = name;
-    dev.push_back(fmt::format("{}float* __restrict__ {}", constness, name));
-    host.push_back(fmt::format("{}float* {}", constness, name));
+    const std::string type = c_type(g.values[v].dtype);
+    dev.push_back(fmt::format("{}{}* __restrict__ {}", constness, type, name));
+    host.push_back(fmt::format("{}{}* {}", constness, type, name));
     args.push_back(name);
     s.py_args.push_back(fmt::format("_ok_ptr({})", py_name(g, v)));
   });
@@ -123,6 +124,7 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, int index, const Sig&
     h.decl = [&](int v, const std::string& e, Cls) {
       vb.lanes.push_back(fmt::format("const float v{} = {};", v, e));
     };
+    h.coord = [&](const Shape& ctx, int dim, Cls c) { return coord_of(G, ctx, dim, c, sp, false); };
     pointwise_outputs(g, G, skills, "cuda", h, [&](int v, const std::string& e) {
       if (vec == 4)
         vb.vector_stores.emplace_back(v, e);
@@ -193,6 +195,9 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
         lines.push_back(fmt::format("const float {} = {};", Region::var(v, c), e));
       };
       h.perrow_ref = [](int v, Cls) { return fmt::format("p{}", v); };
+      h.coord = [&](const Shape& ctx, int dim, Cls c) {
+        return coord_of(G, ctx, dim, c, sp, false);
+      };
       return h;
     };
     auto perrow_nodes = [&](int level, std::vector<std::string>& lines) {

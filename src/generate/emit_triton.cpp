@@ -90,6 +90,7 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   h.decl = [&](int v, const std::string& e, Cls) {
     lines.push_back(fmt::format("v{} = {}", v, e));
   };
+  h.coord = [&](const Shape& ctx, int dim, Cls c) { return coord_of(G, ctx, dim, c, sp, true); };
   pointwise_outputs(g, G, skills, "triton", h, [&](int v, const std::string& e) {
     lines.push_back(fmt::format("tl.store({} + i, {}, mask=mask)", sig.names.at(v), e));
   });
@@ -141,6 +142,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     h.perrow_ref = [two_d](int v, Cls use) {
       return two_d && use == Cls::kRow ? fmt::format("p{}[None, :]", v) : fmt::format("p{}", v);
     };
+    h.coord = [&](const Shape& ctx, int dim, Cls c) { return coord_of(G, ctx, dim, c, sp, true); };
     return h;
   };
   auto reduced_input = [&](Region& region, Loader& loader, const Node& n) {

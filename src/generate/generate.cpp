@@ -135,7 +135,8 @@ bool admissible(const Skill& s, json& p, const Features& f, double& score) {
       } else if (br == 0 || br > next_pow2(f.red)) {
         return false;
       }
-      if (bj > next_pow2(f.inner)) return false;
+      // The smallest BLOCK_J (16) serves any inner extent up to it (a [N, C, 3] row group).
+      if (bj > std::max<int64_t>(16, next_pow2(f.inner))) return false;
     }
     if (mode == "loop" && f.inner == 1 && br < 256) return false;
     if (mode == "loop" && f.inner > 1 && (br > 64 || br * bj > 8192)) return false;

@@ -188,7 +188,9 @@ int Lowerer::view(Operand x, Shape shape, const std::string& name, const std::st
   v.op = "reshape";
   v.args = {x};
   v.origin = origin;
-  return add_node(std::move(v), name, std::move(shape));
+  // A view keeps its tensor's dtype (an int64 target seen as [N, 1] stays int64).
+  std::string dtype = x.is_scalar() ? "float32" : g_.values[x.value].dtype;
+  return add_node(std::move(v), name, std::move(shape), std::move(dtype));
 }
 
 const Shape& Lowerer::shape_of(const Operand& o) const {

@@ -1,8 +1,9 @@
 // The lowering of the "norm" family (batch_norm, instance_norm, group_norm) and the "loss" family
-// (mse_loss, l1_loss, smooth_l1_loss, huber_loss, kl_div, triplet_margin_loss) into reductions
-// over contiguous dims, views and elementwise ops.
+// (mse_loss, l1_loss, smooth_l1_loss, huber_loss, kl_div, triplet_margin_loss, cross_entropy)
+// into reductions over contiguous dims, views and elementwise ops.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 
 #include "generate/lowerer.hpp"
@@ -186,11 +187,77 @@ int lower_triplet(Lowerer& l, const IrNode& n) {
   return reduce_loss(l, n, terms, string_param(l, n, "reduction", "mean"));
 }
 
+// cross_entropy {ignore_index, reduction, label_smoothing}: args [input, target] with input
+// [C], [N, C] or [N, C, d...] (classes along dim 1, or dim 0 unbatched) and integer class
+// indices of the input's shape without the class dim. Per row: the logsumexp of the logits
+// minus the logit at the target column (a sum of index_eq: the logit where the column index
+// equals the target, else 0), in the row kernels of log_softmax. A row whose target is
+// ignore_index contributes 0 and is not counted by the mean; a target outside [0, C) (torch
+// raises) gives NaN. Class weights, label smoothing and class probabilities as targets are
+// Unsupported.
+int lower_cross_entropy(Lowerer& l, const IrNode& n) {
+  const std::string& op = n.op;
+  const json& args = n.json.value("args", json::array());
+  auto weight = l.param(n, "weight", kKeywordOnly);
+  if (args.size() > 2 || (weight && !weight->is_null()))
+    throw Unsupported{fmt::format("node {}: cross_entropy with class weights (weight=)", n.name)};
+  if (l.scalar_param(n, "label_smoothing", kKeywordOnly, 0.0) != 0.0)
+    throw Unsupported{fmt::format("node {}: cross_entropy with label_smoothing", n.name)};
+  Operand x = l.tensor_arg(n, 0);
+  if (args.size() < 2)
+    throw Malformed{fmt::format("node {}: cross_entropy lacks a target", n.name)};
+  Operand tg = l.operand(args[1], n.where);
+  if (tg.is_scalar())
+    throw Unsupported{fmt::format("node {}: cross_entropy of a number target", n.name)};
+  const std::string& tdtype = l.graph().values[tg.value].dtype;
+  if (tdtype != "int64" && tdtype != "int32")
+    throw Unsupported{fmt::format(
+        "node {}: cross_entropy with {} targets (class probabilities); only class indices are "
+        "generated",
+        n.name, tdtype)};
+  const Shape xs = l.shape_of(x);
+  if (xs.empty()) throw Unsupported{fmt::format("node {}: cross_entropy of a scalar", n.name)};
+  const int cdim = xs.size() == 1 ? 0 : 1;
+  Shape ts = xs, keep = xs;
+  ts.erase(ts.begin() + cdim);
+  keep[static_cast<size_t>(cdim)] = 1;
+  if (l.shape_of(tg) != ts)
+    throw Malformed{fmt::format("node {}: target shape {} for input {}", n.name,
+                                shape_str(l.shape_of(tg)), shape_str(xs))};
+  const double classes = static_cast<double>(xs[static_cast<size_t>(cdim)]);
+  const double ignore = l.scalar_param(n, "ignore_index", kKeywordOnly, -100.0);
+  int tk = l.view(tg, keep, n.name + "_target", op);
+  int m = l.reduce(ReduceKind::kMax, x, {cdim}, true, n.name + "_max", op);
+  int d = l.ew("sub", {x, t(m)}, n.name + "_shift", op);
+  int e = l.ew("exp", {t(d)}, n.name + "_exp", op);
+  int s = l.reduce(ReduceKind::kSum, t(e), {cdim}, true, n.name + "_sum", op);
+  int ls = l.ew("log", {t(s)}, n.name + "_log", op);
+  int lse = l.ew("add", {t(ls), t(m)}, n.name + "_lse", op);
+  int hit = l.ew("index_eq", {x, t(tk)}, n.name + "_hit", op, json{{"index_dim", cdim}});
+  int pick = l.reduce(ReduceKind::kSum, t(hit), {cdim}, true, n.name + "_pick", op);
+  int nll = l.ew("sub", {t(lse), t(pick)}, n.name + "_nll", op);
+  int valid = l.ew("ne", {t(tk), num(ignore)}, n.name + "_valid", op);
+  int lo = l.ew("ge", {t(tk), num(0.0)}, n.name + "_lo", op);
+  int hi = l.ew("lt", {t(tk), num(classes)}, n.name + "_hi", op);
+  int in = l.ew("mul", {t(lo), t(hi)}, n.name + "_inrange", op);
+  int checked = l.ew("select", {t(in), t(nll), num(NAN)}, n.name + "_checked", op);
+  int terms = l.ew("select", {t(valid), t(checked), num(0.0)}, n.name + "_terms", op);
+  const std::string reduction = string_param(l, n, "reduction", "mean");
+  if (reduction == "none") return l.view(t(terms), ts, n.name, op);
+  int sum = l.reduce(ReduceKind::kSum, t(terms), {}, false, n.name + "_total", op);
+  if (reduction == "sum") return l.view(t(sum), {}, n.name, op);
+  if (reduction != "mean")
+    throw Unsupported{fmt::format("node {}: cross_entropy with reduction={}", n.name, reduction)};
+  int count = l.reduce(ReduceKind::kSum, t(valid), {}, false, n.name + "_count", op);
+  return l.ew("div", {t(sum), t(count)}, n.name, op);
+}
+
 // mse_loss, l1_loss, smooth_l1_loss {beta}, huber_loss {delta}, kl_div {log_target}: pointwise
 // terms of (input, target), then the reduction; triplet_margin_loss {margin, p, eps, swap}. An
 // argument beyond those (a torch whose mse_loss takes weight=, say) is Unsupported, not dropped.
 int lower_loss(Lowerer& l, const IrNode& n) {
   const std::string& op = n.op;
+  if (op == "cross_entropy") return lower_cross_entropy(l, n);
   const size_t reads = op == "triplet_margin_loss" ? 3 : 2;
   const size_t given = n.json.value("args", json::array()).size();
   if (given > reads)

@@ -294,8 +294,10 @@ class Planner {
         "prod",    "var",         "std",        "norm", "matmul", "mm",   "bmm"};
     // The norm family and the losses (lower_norm.cpp).
     static const std::set<std::string> kNormOps = {
-        "batch_norm",     "instance_norm", "group_norm", "mse_loss",           "l1_loss",
-        "smooth_l1_loss", "huber_loss",    "kl_div",     "triplet_margin_loss"};
+        "batch_norm",   "instance_norm", "group_norm",
+        "mse_loss",     "l1_loss",       "smooth_l1_loss",
+        "huber_loss",   "kl_div",        "triplet_margin_loss",
+        "cross_entropy"};
     std::vector<std::string> ops;
     for (int ni : G.nodes) {
       const std::string& o = g_.nodes[ni].origin;

@@ -100,39 +100,52 @@ Graph split_reductions(const Graph& g, int64_t split) {
     out.values.push_back(std::move(v));
     return static_cast<int>(out.values.size()) - 1;
   };
-  for (const Node& n : g.nodes) {
-    if (!splittable(g, n)) {
-      push(n);
+  // The split S of node n (1: it stays whole).
+  auto split_of = [&](const Node& n) -> int64_t {
+    if (!splittable(g, n)) return 1;
+    return divisor_split(row_view(g.values[n.args[0].value].shape, n.dims).red, split);
+  };
+  const std::vector<Node>& nodes = g.nodes;
+  for (size_t i = 0; i < nodes.size();) {
+    if (split_of(nodes[i]) < 2) {
+      push(nodes[i++]);
       continue;
     }
-    RowView v = row_view(g.values[n.args[0].value].shape, n.dims);
-    const int64_t s = divisor_split(v.red, split);
-    if (s < 2) {
-      push(n);
-      continue;
+    // A run of adjacent split reductions, none reading another (cross-entropy's sum of losses and
+    // count of rows): all their partials, then all their finishes, so that the planner gives
+    // the partials one kernel and the finishes another.
+    std::vector<int> run_outs;
+    std::vector<Node> finishes;
+    for (; i < nodes.size() && split_of(nodes[i]) >= 2; ++i) {
+      const Node& n = nodes[i];
+      if (std::find(run_outs.begin(), run_outs.end(), n.args[0].value) != run_outs.end()) break;
+      run_outs.push_back(n.out);
+      RowView v = row_view(g.values[n.args[0].value].shape, n.dims);
+      const int64_t s = split_of(n);
+      const std::string& name = g.values[n.out].name;
+      Node view;
+      view.kind = NodeKind::kView;
+      view.op = "reshape";
+      view.origin = n.origin;
+      view.args = {n.args[0]};
+      view.out = fresh({v.outer, s, v.red / s, v.inner}, name + "_split");
+      push(view);
+      Node partial = n;
+      partial.args = {Operand::tensor(view.out)};
+      partial.dims = {2};
+      partial.out = fresh({v.outer, s, 1, v.inner}, name + "_partial");
+      push(partial);
+      Node finish = n;
+      finish.args = {Operand::tensor(partial.out)};
+      finish.dims = {1};
+      finish.out = fresh({v.outer, 1, 1, v.inner}, name + "_total");
+      Node back = view;
+      back.args = {Operand::tensor(finish.out)};
+      back.out = n.out;
+      finishes.push_back(std::move(finish));
+      finishes.push_back(std::move(back));
     }
-    const std::string& name = g.values[n.out].name;
-    Node view;
-    view.kind = NodeKind::kView;
-    view.op = "reshape";
-    view.origin = n.origin;
-    view.args = {n.args[0]};
-    view.out = fresh({v.outer, s, v.red / s, v.inner}, name + "_split");
-    push(view);
-    Node partial = n;
-    partial.args = {Operand::tensor(view.out)};
-    partial.dims = {2};
-    partial.out = fresh({v.outer, s, 1, v.inner}, name + "_partial");
-    push(partial);
-    Node finish = n;
-    finish.args = {Operand::tensor(partial.out)};
-    finish.dims = {1};
-    finish.out = fresh({v.outer, 1, 1, v.inner}, name + "_total");
-    push(finish);
-    Node back = view;
-    back.args = {Operand::tensor(finish.out)};
-    back.out = n.out;
-    push(back);
+    for (Node& f : finishes) push(std::move(f));
   }
   return out;
 }

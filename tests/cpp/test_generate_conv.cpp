@@ -25,6 +25,7 @@ using ok::testing::fixture;
 using ok::testing::kRoot;
 using ok::testing::kSkills;
 using ok::testing::must;
+using ok::testing::run;
 
 // The fixture names of conv_problems.tsv, in order.
 std::vector<std::string> conv_fixtures() {
@@ -139,11 +140,6 @@ TEST(GenerateConv, TheBiasRunsInTheEpilogueSlot) {
   EXPECT_EQ(none.find("bias"), std::string::npos);
 }
 
-int run(const std::string& command) {
-  int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 TEST(GenerateConv, TritonSourcesParseAsPython) {
   if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path dir = fs::temp_directory_path() / ("ok_conv_ast_" + std::to_string(::getpid()));
@@ -171,17 +167,11 @@ TEST(GenerateConv, CudaSourcesCompileWithNvcc) {
   if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
   const fs::path dir = fs::temp_directory_path() / ("ok_conv_nvcc_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  for (const char* name : {"conv50_stride4_bias", "conv75_t2d_all", "conv86_separable"}) {
-    const std::string src = must(fixture(name), "cuda", 0, 1).candidates.at(0).source;
-    const std::string open = "_OK_SOURCE = r\"\"\"\n";
-    const size_t begin = src.find(open);
-    ASSERT_NE(begin, std::string::npos);
-    const size_t end = src.find("\"\"\"", begin + open.size());
-    std::ofstream(dir / "k.cu") << src.substr(begin + open.size(), end - begin - open.size());
-    EXPECT_EQ(
-        run("nvcc -c -arch=sm_90 -o " + (dir / "k.o").string() + " " + (dir / "k.cu").string()), 0)
+  for (const char* name : {"conv50_stride4_bias", "conv75_t2d_all", "conv86_separable"})
+    EXPECT_EQ(ok::testing::nvcc_compile(must(fixture(name), "cuda", 0, 1).candidates.at(0).source,
+                                        dir / name),
+              0)
         << name;
-  }
   fs::remove_all(dir);
 }
 

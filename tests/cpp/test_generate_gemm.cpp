@@ -1,6 +1,7 @@
 // The builtin generator's matrix products: KernelBench level 1's GEMM problems (1-18, fixtures at
-// reduced sizes in tests/fixtures/generate/gemm_problems.tsv) lowered and rendered on every
-// backend; Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
+// reduced sizes in tests/fixtures/generate/gemm_problems.tsv, and attention, 97) lowered and
+// rendered on every backend; Triton sources parsed by Python, CUDA sources compiled by nvcc where
+// they exist.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,6 +23,7 @@ using ok::generate::Proposal;
 using ok::testing::fixture;
 using ok::testing::kSkills;
 using ok::testing::must;
+using ok::testing::run;
 
 // The product that computes the output (a tril/triu replaces the product it reads).
 const ok::generate::Node& only_gemm(const ok::generate::Graph& g) {
@@ -149,16 +151,35 @@ TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
   EXPECT_NE(k.candidates.at(0).source.find("tl.atomic_add"), std::string::npos);
 }
 
-int run(const std::string& command) {
-  int rc = std::system(command.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+// Level 1's problem 97 as analyze writes F.scaled_dot_product_attention (docs/graph-ir.md,
+// "Attention"): Q [2, 3, 16, 8] times K transposed, scaled, a row softmax, times V.
+TEST(GenerateGemm, AttentionIsTwoProductsAroundOneRowKernel) {
+  const ok::generate::Graph g = lowered("attention");
+  std::vector<ok::generate::Gemm> gemms;
+  for (const auto& n : g.nodes)
+    if (n.kind == ok::generate::NodeKind::kGemm) gemms.push_back(n.gemm);
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_TRUE(gemms[0].trans_b) << "K is read through its strides, not copied";
+  EXPECT_EQ(gemms[0].batch, 6);
+  EXPECT_EQ(gemms[0].k, 8);
+  EXPECT_EQ(gemms[0].n, 16);
+  EXPECT_FALSE(gemms[1].trans_a || gemms[1].trans_b);
+  EXPECT_EQ(gemms[1].k, 16);
+  const std::regex vendor(R"(_ok_torch\.(matmul|bmm|softmax)|scaled_dot_product|\s@\s)");
+  for (const char* backend : {"cpu", "triton", "cuda"}) {
+    Proposal p = must(fixture("attention"), backend);
+    ASSERT_TRUE(p.supported) << backend << ": " << p.reason;
+    EXPECT_EQ(p.pattern, "gemm+row:softmax+gemm") << backend;
+    ASSERT_FALSE(p.candidates.empty());
+    EXPECT_FALSE(std::regex_search(forward_of(p.candidates[0].source), vendor)) << backend;
+  }
 }
 
 TEST(GenerateGemm, TritonSourcesParseAsPython) {
   if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path dir = fs::temp_directory_path() / ("ok_gemm_ast_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  for (const char* name : {"gemm_tril", "gemm_large_k", "gemm_tab", "bmm"}) {
+  for (const char* name : {"gemm_tril", "gemm_large_k", "gemm_tab", "bmm", "attention"}) {
     const fs::path file = dir / (std::string(name) + ".py");
     std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
     EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
@@ -171,16 +192,13 @@ TEST(GenerateGemm, TritonSourcesParseAsPython) {
 
 TEST(GenerateGemm, CudaSourcesCompileWithNvcc) {
   if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
-  const std::string src = must(fixture("gemm_tril"), "cuda", 0, 1).candidates.at(0).source;
-  const std::string open = "_OK_SOURCE = r\"\"\"\n";
-  const size_t begin = src.find(open);
-  ASSERT_NE(begin, std::string::npos);
-  const size_t end = src.find("\"\"\"", begin + open.size());
   const fs::path dir = fs::temp_directory_path() / ("ok_gemm_nvcc_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "k.cu") << src.substr(begin + open.size(), end - begin - open.size());
-  EXPECT_EQ(run("nvcc -c -arch=sm_90 -o " + (dir / "k.o").string() + " " + (dir / "k.cu").string()),
-            0);
+  for (const char* name : {"gemm_tril", "attention"})
+    EXPECT_EQ(ok::testing::nvcc_compile(must(fixture(name), "cuda", 0, 1).candidates.at(0).source,
+                                        dir / name),
+              0)
+        << name;
   fs::remove_all(dir);
 }
 

@@ -87,6 +87,11 @@ json minimal(const std::string& family, const std::string& op) {
     json kwargs = {{"eps", 1e-5}, {"training", true}, {"num_groups", 2}};
     return one_node(op, {x, none, none}, kwargs, {4, 8});
   }
+  if (family == "loss" && op == "cross_entropy") {  // x's 4 rows of 8 classes, int64 targets
+    json ir = one_node(op, {x, {{"input", "t"}}}, {{"reduction", "mean"}}, json::array());
+    ir["inputs"].push_back({{"name", "t"}, {"index", 1}, {"shape", {4}}, {"dtype", "int64"}});
+    return ir;
+  }
   if (family == "loss") {
     json args = op == "triplet_margin_loss" ? json{x, x, x} : json{x, x};
     return one_node(op, args, {{"reduction", "mean"}}, json::array());

@@ -1,7 +1,15 @@
 // generate: split reductions (split.cpp) and the norm and loss families (lower_norm.cpp): which
 // reductions are split and into what plan, and how BatchNorm, InstanceNorm, GroupNorm and the
-// losses lower to kernel groups on every backend.
+// losses lower to kernel groups on every backend (cross_entropy: an int64 target, the column index
+// in the row kernels).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "generate/graph.hpp"
 #include "generate/plan.hpp"
@@ -16,6 +24,7 @@ using ok::generate::Proposal;
 using ok::generate::StepKind;
 using ok::testing::kSkills;
 using ok::testing::must;
+using ok::testing::run;
 
 const ok::generate::Skills& skills() {
   static const ok::generate::Skills s = [] {
@@ -220,6 +229,103 @@ TEST(GenerateLoss, EveryLossGeneratesOnEveryBackend) {
       ir(inputs, json::array({node("y", "triplet_margin_loss", {a, b, c, a}, json::array())}), "y");
   EXPECT_EQ(must(triplet4, "cpu").reason,
             "node y: triplet_margin_loss with 4 tensor arguments, not 3");
+}
+
+// cross_entropy: x [8, 16] (or [4, 16, 3], classes along dim 1) with int64 class indices.
+json cross_entropy_ir(json x_shape, json t_shape, json out_shape, json kwargs,
+                      const std::string& tdtype = "int64") {
+  json t = input("t", t_shape, 1);
+  t["dtype"] = tdtype;
+  return ir(json::array({input("x", x_shape, 0), t}),
+            json::array({node("y", "cross_entropy", {{{"input", "x"}}, {{"input", "t"}}}, out_shape,
+                              kwargs)}),
+            "y");
+}
+
+TEST(GenerateLoss, CrossEntropyPicksTheTargetColumnInTheRowKernel) {
+  const json mean = {{"ignore_index", -100}, {"reduction", "mean"}, {"label_smoothing", 0.0}};
+  const json j = cross_entropy_ir({8, 16}, {8}, json::array(), mean);
+  Plan p = planned(lowered(j));
+  // The row kernel (max, sum of exp, picked logit over the 16 classes), then the mean over the
+  // rows that are not ignored (two sums in one kernel, the division).
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_EQ(p.groups[0].red, 16);
+  EXPECT_EQ(p.groups[0].outer, 8);
+  EXPECT_EQ(p.groups[1].red, 8);
+  // The column index is the reduced coordinate r; the target is read as int64.
+  const std::map<std::string, std::vector<std::string>> expect = {
+      {"cpu", {"const int64_t* __restrict__ in", "r == in"}},
+      {"cuda", {"const int64_t* __restrict__ in", "r == in"}},
+      {"triton", {"tl.where(r == x"}}};
+  for (const auto& [backend, needles] : expect) {
+    Proposal prop = must(j, backend);
+    ASSERT_TRUE(prop.supported) << backend << ": " << prop.reason;
+    EXPECT_EQ(prop.pattern, "reduce:cross_entropy") << backend;
+    ASSERT_FALSE(prop.candidates.empty());
+    for (const auto& needle : needles)
+      EXPECT_NE(prop.candidates[0].source.find(needle), std::string::npos)
+          << backend << " lacks " << needle << "\n"
+          << prop.candidates[0].source;
+  }
+  // Many rows (level1/95 has 32768): the mean's two sums are split like any long reduction.
+  Graph many = lowered(cross_entropy_ir({32768, 16}, {32768}, json::array(), mean));
+  const auto splits = ok::generate::split_options(many);
+  ASSERT_FALSE(splits.empty());
+  EXPECT_EQ(planned(ok::generate::split_reductions(many, splits[0])).groups.size(), 3u);
+  // Classes along dim 1 of [N, C, d]: a row kernel over C with the d positions as its inner dim.
+  json spatial =
+      cross_entropy_ir({4, 16, 3}, {4, 3}, {4, 3}, {{"reduction", "none"}, {"ignore_index", 0}});
+  Plan sp = planned(lowered(spatial));
+  ASSERT_EQ(sp.groups.size(), 1u);
+  EXPECT_EQ(sp.groups[0].inner, 3);
+  for (const char* backend : {"cpu", "triton", "cuda"})
+    EXPECT_TRUE(must(spatial, backend).supported) << backend;
+}
+
+// The row kernel with the int64 target (1-d rows and, for [N, C, d], 2-d tiles) as Triton parses
+// it and nvcc compiles it.
+TEST(GenerateLoss, CrossEntropyKernelsParseAndCompile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ok_xent_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::vector<json> irs = {
+      cross_entropy_ir({8, 16}, {8}, json::array(), {{"reduction", "mean"}}),
+      cross_entropy_ir({4, 16, 3}, {4, 3}, {4, 3}, {{"reduction", "none"}})};
+  const bool python = run("/usr/bin/python3 -c pass >/dev/null 2>&1") == 0;
+  const bool nvcc = run("nvcc --version >/dev/null 2>&1") == 0;
+  for (size_t k = 0; k < irs.size(); ++k) {
+    const fs::path py = dir / fmt::format("xent{}.py", k);
+    if (python) {
+      std::ofstream(py) << must(irs[k], "triton", 0, 1).candidates.at(0).source;
+      EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
+                    py.string()),
+                0)
+          << k;
+    }
+    if (nvcc)
+      EXPECT_EQ(ok::testing::nvcc_compile(must(irs[k], "cuda", 0, 1).candidates.at(0).source,
+                                          dir / fmt::format("xent{}", k)),
+                0)
+          << k;
+  }
+  fs::remove_all(dir);
+  if (!python || !nvcc) GTEST_SKIP() << "no /usr/bin/python3 or no nvcc on PATH";
+}
+
+TEST(GenerateLoss, CrossEntropyOptionsWeDoNotModelSayWhy) {
+  auto why = [](const json& j) { return must(j, "cpu").reason; };
+  json smoothing = cross_entropy_ir({8, 16}, {8}, json::array(), {{"label_smoothing", 0.1}});
+  EXPECT_EQ(why(smoothing), "node y: cross_entropy with label_smoothing");
+  json weighted = cross_entropy_ir({8, 16}, {8}, json::array(), json::object());
+  weighted["inputs"].push_back(input("w", {16}, 2));
+  weighted["nodes"][0]["args"].push_back({{"input", "w"}});
+  EXPECT_EQ(why(weighted), "node y: cross_entropy with class weights (weight=)");
+  json probabilities = cross_entropy_ir({8, 16}, {8, 16}, json::array(), json::object(), "float32");
+  EXPECT_EQ(why(probabilities),
+            "node y: cross_entropy with float32 targets (class probabilities); only class "
+            "indices are generated");
+  json batchmean = cross_entropy_ir({8, 16}, {8}, json::array(), {{"reduction", "batchmean"}});
+  EXPECT_EQ(why(batchmean), "node y: cross_entropy with reduction=batchmean");
 }
 
 }  // namespace

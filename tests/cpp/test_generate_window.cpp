@@ -31,6 +31,7 @@ using ok::testing::fixture;
 using ok::testing::forward_of;
 using ok::testing::kSkills;
 using ok::testing::must;
+using ok::testing::run;
 
 const std::vector<std::pair<std::string, std::string>> kCases = {
     {"max_pool_1d", "pool:max"},
@@ -176,11 +177,6 @@ TEST(GenerateWindow, ParameterSpacesDropWhatCannotApply) {
   EXPECT_GE(must(fixture("cumsum"), "cpu", 0, 0).candidates.size(), 3u);
 }
 
-int run(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 TEST(GenerateWindow, TritonSourcesParseAsPython) {
   if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path dir = fs::temp_directory_path() / ("ok_window_ast_" + std::to_string(::getpid()));
@@ -203,13 +199,10 @@ TEST(GenerateWindow, CudaSourcesCompileWithNvcc) {
   // Every problem's kernel, one file each, compiled by one nvcc call.
   std::string files;
   for (const auto& [name, pattern] : kCases) {
-    const std::string src = must(fixture(name), "cuda", 0, 1).candidates.at(0).source;
-    const std::string open = "_OK_SOURCE = r\"\"\"\n";
-    const size_t begin = src.find(open);
-    ASSERT_NE(begin, std::string::npos);
-    const size_t end = src.find("\"\"\"", begin + open.size());
-    std::ofstream(dir / (name + ".cu"))
-        << src.substr(begin + open.size(), end - begin - open.size());
+    const std::string cu =
+        ok::testing::cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
+    ASSERT_FALSE(cu.empty()) << name;
+    std::ofstream(dir / (name + ".cu")) << cu;
     files += " " + name + ".cu";
   }
   EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);

@@ -8,12 +8,13 @@ the product itself (no torch.matmul / @ / einsum / mm / bmm in ModelNew.forward)
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
-from locations import ROOT
+from locations import PYTHON, ROOT
 
 TABLE = ROOT / "tests/fixtures/generate/gemm_problems.tsv"
 # Square, batched, matrix-vector, scalar, both operands transposed, 4D einsum, lower triangle,
@@ -54,3 +55,45 @@ def get_init_inputs():
     return []
 """)
     optimize_builtin(tmp_path, ref, [], VENDOR)
+
+
+def _torch_has_sdpa() -> bool:
+    """Whether the worker's torch has F.scaled_dot_product_attention (torch 2.0 and later)."""
+    code = "import torch.nn.functional as F; print(hasattr(F, 'scaled_dot_product_attention'))"
+    p = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
+    return p.stdout.strip() == "True"
+
+
+ATTENTION_VENDOR = re.compile(VENDOR.pattern + r"|scaled_dot_product_attention|softmax\(")
+
+
+def test_attention_decomposition_is_correct(tmp_path: Path) -> None:
+    """softmax(Q K^T * scale) V over [B, H, L, E]: the nodes scaled_dot_product_attention is
+    written as (docs/graph-ir.md, "Attention"), spelled out so that any torch runs it: a batched
+    product with K read transposed, the scale and softmax in one row kernel, the product by V."""
+    ref = tmp_path / "attention.py"
+    ref.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1) @ v
+
+
+def get_inputs():
+    return [torch.rand(2, 3, 20, 64), torch.rand(2, 3, 24, 64), torch.rand(2, 3, 24, 16)]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [], ATTENTION_VENDOR)
+
+
+def test_kernelbench_attention_is_correct(tmp_path: Path) -> None:
+    """Level 1's problem 97 itself at a reduced size; needs a torch with the function."""
+    if not _torch_has_sdpa():
+        pytest.skip("the worker's torch has no F.scaled_dot_product_attention")
+    ref, sets = problems(TABLE)["attention"]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, ATTENTION_VENDOR)

@@ -1,12 +1,12 @@
 """The builtin generator's norm, reduction and loss problems end to end on the CPU backend:
 `openkernel optimize --model builtin` on KernelBench level 1's BatchNorm, InstanceNorm, GroupNorm,
-Frobenius norm, LayerNorm, Sum, MinGPT GELU, MSE, Huber, KL divergence, triplet margin and hinge
-problems at reduced sizes (tests/fixtures/generate/norm_problems.tsv) must come back `correct`,
-with a candidate that computes the norm or loss itself (no module call, torch.nn.functional or
-torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL and hinge keep rows
-long enough for the split reductions (partials, then a finishing kernel) and their first
-candidate must use one. The Triton candidates of every problem at full size must parse; the CUDA
-kernels must compile with nvcc (slow).
+Frobenius norm, LayerNorm, Sum, MinGPT GELU, MSE, cross-entropy, Huber, KL divergence, triplet
+margin and hinge problems at reduced sizes (tests/fixtures/generate/norm_problems.tsv) must come
+back `correct`, with a candidate that computes the norm or loss itself (no module call,
+torch.nn.functional or torch reduction in ModelNew.forward). Frobenius, LayerNorm, MSE, Huber, KL,
+hinge and cross-entropy over many rows keep rows long enough for the split reductions (partials,
+then a finishing kernel) and their first candidate must use one. The Triton candidates of every
+problem at full size must parse; the CUDA kernels must compile with nvcc (slow).
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_norms.py
 """
@@ -26,10 +26,11 @@ from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
 from locations import BINARY, ROOT
 
 TABLE = ROOT / "tests/fixtures/generate/norm_problems.tsv"
-# One norm with a grouped view, two split reductions, a loss: the default suite; the rest slow.
-CHOSEN = {"group_norm", "frobenius", "layer_norm", "triplet"}
+# One norm with a grouped view, two split reductions, two losses (one with an int64 target): the
+# default suite; the rest slow.
+CHOSEN = {"group_norm", "frobenius", "layer_norm", "triplet", "cross_entropy"}
 # The problems whose first candidate splits a reduction at these sizes.
-SPLIT = {"frobenius", "layer_norm", "mse", "huber", "kl_div", "hinge"}
+SPLIT = {"frobenius", "layer_norm", "mse", "huber", "kl_div", "hinge", "cross_entropy_rows"}
 VENDOR = re.compile(r"self\.(bn|inorm|gn|ln|loss_fn)\(|_ok_torch\.nn|torch\.nn\.functional|"
                     r"\bF\.|torch\.(norm|sum|mean|clamp|tanh|pow)\(")
 
@@ -103,6 +104,34 @@ def get_init_inputs():
     return []
 """)
     optimize_builtin(tmp_path, ref, [], VENDOR)
+
+
+def test_cross_entropy_options_are_correct_on_the_cpu(tmp_path: Path) -> None:
+    """cross_entropy with ignored rows (the default ignore_index -100, excluded from the mean), the
+    three reductions, and classes along dim 1 of [N, C, d] with another ignore_index."""
+    ref = tmp_path / "cross_entropy.py"
+    ref.write_text("""import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x, t, s, u):
+        spatial = F.cross_entropy(s, u, reduction="none", ignore_index=1)
+        return spatial * F.cross_entropy(x, t) + F.cross_entropy(x, t, reduction="sum")
+
+
+def get_inputs():
+    t = torch.randint(0, 40, (24,))
+    t[::5] = -100
+    return [torch.randn(24, 40) * 3.0, t, torch.randn(4, 12, 7), torch.randint(0, 12, (4, 7))]
+
+
+def get_init_inputs():
+    return []
+""")
+    source = optimize_builtin(tmp_path, ref, [], VENDOR)
+    assert "int64_t" in source, source[:400]
 
 
 GENERATE = BINARY.parent / "generate_candidates"

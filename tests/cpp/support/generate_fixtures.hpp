@@ -1,13 +1,16 @@
 // Fixtures of the builtin generator's tests (test_generate*.cpp): the source root, data/skills,
-// a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(),
-// which proposes candidates and fails the current test (returning an empty Proposal) on an error,
-// and expect_supported_without_vendor(), every fixture of a family on every backend.
+// a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(), which
+// proposes candidates and fails the current test (returning an empty Proposal) on an error, run()
+// (a shell command's status), cuda_source() (a CUDA candidate's kernels), nvcc_compile(), and
+// expect_supported_without_vendor(), every fixture of a family on every backend.
 // Needs OPENKERNEL_TEST_SOURCE_ROOT defined by the test target. Tests only; thread-safe (no state).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -32,6 +35,30 @@ inline nlohmann::json fixture(const std::string& name) {
   std::stringstream ss;
   ss << in.rdbuf();
   return nlohmann::json::parse(ss.str());
+}
+
+// A shell command's exit status (-1 when it did not exit normally).
+inline int run(const std::string& command) {
+  int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The CUDA kernels of a cuda candidate's source (its _OK_SOURCE text); empty when it has none.
+inline std::string cuda_source(const std::string& candidate) {
+  const std::string open = "_OK_SOURCE = r\"\"\"\n";
+  const size_t begin = candidate.find(open);
+  if (begin == std::string::npos) return "";
+  const size_t end = candidate.find("\"\"\"", begin + open.size());
+  return candidate.substr(begin + open.size(), end - begin - open.size());
+}
+
+// Compiles a cuda candidate's kernels for sm_90 (`stem`.cu to `stem`.o): nvcc's status, -1 when
+// the candidate has no kernels.
+inline int nvcc_compile(const std::string& candidate, const std::filesystem::path& stem) {
+  const std::string cu = cuda_source(candidate);
+  if (cu.empty()) return -1;
+  std::ofstream(stem.string() + ".cu") << cu;
+  return run("nvcc -c -arch=sm_90 -o " + stem.string() + ".o " + stem.string() + ".cu");
 }
 
 // propose() over kReference and kSkills; max <= 0: the whole parameter space.
