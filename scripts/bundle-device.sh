@@ -30,7 +30,13 @@ if [ -x build/release/bin/search_replay ]; then
   cp build/release/bin/search_replay .device/bin/ && strip .device/bin/search_replay
 fi
 cp "$(command -v bwrap)" .device/bin/  # the sandbox; GPU images rarely carry it
-ldd build/release/bin/openkernel $(ls .device/bin/search_replay 2>/dev/null) "$(command -v bwrap)" | awk '$3 ~ /^\// {print $3}' | sort -u |
+# OpenSSH's server and client for tests/gpu/run_h200_remote.sh (an ssh host on the GPU machine's
+# loopback); GPU images rarely carry them. sshd must be started by its absolute path.
+ssh_bins=""
+for b in /usr/sbin/sshd "$(command -v ssh || true)" "$(command -v ssh-keygen || true)"; do
+  [ -x "$b" ] && cp "$b" .device/bin/ && ssh_bins="$ssh_bins .device/bin/$(basename "$b")"
+done
+ldd build/release/bin/openkernel $(ls .device/bin/search_replay 2>/dev/null) "$(command -v bwrap)" $ssh_bins | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" .device/lib/ && strip --strip-unneeded ".device/lib/$(basename "$lib")"; done
 for level in level1 level2; do

@@ -159,8 +159,8 @@ def replay(prefix: str) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("result")
-    ap.add_argument("reference")
-    ap.add_argument("candidate")
+    ap.add_argument("reference", nargs="?", default="")
+    ap.add_argument("candidate", nargs="?", default="")
     ap.add_argument("--out", default="")
     ap.add_argument("--replay", action="store_true",
                     help="RESULT is the PREFIX of an earlier --out: its saved pages re-checked")
