@@ -20,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Proposal;
+using ok::testing::forward_of;
 using ok::testing::fixture;
 using ok::testing::kSkills;
 using ok::testing::must;
