@@ -70,36 +70,32 @@ TOP_STALLS = 3
 
 # ncu's units: older releases spell them out ("nsecond", "Kbyte", "byte/second"), 2025.x
 # abbreviates ("ns", "ms", "Gbyte/s", "Ghz") and qualifies some ("Kbyte/block", "byte/cycle").
-# A unit is NUMERATOR[/DENOMINATOR]; the numerator's prefix scales to the base unit (seconds,
-# bytes, hertz); a time denominator makes a rate per second; any other denominator (block, cycle,
-# thread) stays as it is. ncu's byte prefixes are decimal (1 Kbyte = 1000 bytes), Kibyte binary.
+# A unit is NUMERATOR[/DENOMINATOR]. ncu scales the whole value and writes the prefix into the
+# unit wherever its byte or hertz part is: "1.591 %/Kbyte" is "1,591 %/byte" and "1.28
+# Kbyte/cycle" is "1,280 byte/cycle", so a byte or hertz prefix on either side multiplies. A time
+# numerator scales to seconds, a time denominator makes a rate per second ("cycle/nsecond" is
+# cycles per second); any other part (block, cycle, thread, %) has no scale. Prefixes are decimal
+# (1 Kbyte = 1000 bytes), Kibyte binary.
 _TIME = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
          "s": 1.0, "second": 1.0}
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
            "ki": 1024.0, "mi": 1024.0**2, "gi": 1024.0**3}
 
 
-def _part_factor(part: str) -> float | None:
-    """The factor of one side of a unit to its base unit, or None when it has no scale."""
-    p = part.strip().lower()
-    if p in _TIME:
-        return _TIME[p]
+def _prefix_factor(part: str) -> float:
+    """The byte or hertz prefix's factor of one side of a unit; 1 without one."""
     for base in ("byte", "hz"):
-        if p.endswith(base) and p[: -len(base)] in _PREFIX:
-            return _PREFIX[p[: -len(base)]]
-    return None
+        if part.endswith(base) and part[: -len(base)] in _PREFIX:
+            return _PREFIX[part[: -len(base)]]
+    return 1.0
 
 
 def unit_factor(unit: str) -> float:
-    """The factor that takes a value in `unit` to its base unit; 1 for units without a scale
-    ("%", "cycle", "inst", "register/thread")."""
-    num, _, den = unit.partition("/")
-    factor = _part_factor(num)
-    if factor is None:
-        return 1.0
-    if den.strip().lower() in _TIME:
-        factor /= _TIME[den.strip().lower()]
-    return factor
+    """The factor that takes a value in `unit` to its base unit (seconds, bytes, per second,
+    hertz); 1 for units without a scale ("%", "cycle", "inst", "register/thread")."""
+    num, _, den = (p.strip().lower() for p in unit.partition("/"))
+    factor = _TIME.get(num, _prefix_factor(num)) * _prefix_factor(den)
+    return factor / _TIME[den] if den in _TIME else factor
 
 
 class ReportError(ValueError):

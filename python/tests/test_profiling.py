@@ -104,10 +104,13 @@ def test_units_scale_to_base_units() -> None:
     ("ns", 1e-9), ("nsecond", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0),
     ("Kbyte", 1e3), ("Mbyte", 1e6), ("KiByte", 1024.0), ("Kbyte/block", 1e3), ("byte/block", 1.0),
     ("Gbyte/s", 1e9), ("Tbyte/second", 1e12), ("byte/ns", 1e9), ("Ghz", 1e9), ("hz", 1.0),
-    ("%", 1.0), ("%/Kbyte", 1.0), ("cycle", 1.0), ("inst/cycle", 1.0), ("register/thread", 1.0)])
+    ("cycle/nsecond", 1e9), ("cycle/usecond", 1e6), ("Kbyte/cycle", 1e3), ("%/Kbyte", 1e3),
+    ("%/byte", 1.0), ("%", 1.0), ("cycle", 1.0), ("inst/cycle", 1.0), ("register/thread", 1.0),
+    ("SM", 1.0)])
 def test_ncu_unit_spellings_old_and_new(unit: str, factor: float) -> None:
     """ncu 2025.x abbreviates units ("ms", "Gbyte/s") and qualifies some ("Kbyte/block"), older
-    releases spell them out: both scale to seconds, bytes, bytes/s and hertz."""
+    releases spell them out: both scale to seconds, bytes, bytes/s and hertz; a prefix scales the
+    whole value wherever it stands ("1.591 %/Kbyte" is "1,591 %/byte", as the pages below show)."""
     assert ncu_report.unit_factor(unit) == pytest.approx(factor)
 
 
@@ -132,6 +135,26 @@ def test_real_pages_of_one_kernel_agree() -> None:
             near = abs(value - other) <= 0.01 if key.endswith("_pct") else False
             assert near or abs(value - other) <= 0.05 * max(abs(value), abs(other)), key
     assert compared >= 10
+
+
+def test_every_raw_metric_of_the_real_pages_agrees_in_base_units() -> None:
+    """All of the two H100 pages' raw metrics, scaled by their own units, agree within 5% (or
+    within the command line's print precision, two decimals): the evidence for the unit rules.
+    Left out: PC-sampling counts (statistical samples that differ run to run) and process ids."""
+    _, u1, rows1 = ncu_report.read_rows((DATA / "h100_relu_report_raw.csv").read_text())
+    _, u2, rows2 = ncu_report.read_rows((DATA / "h100_relu_cli_raw.csv").read_text())
+    a, b = rows1[0], rows2[0]
+    compared = 0
+    for name in a.keys() & b.keys():
+        if "pcsamp" in name or name.endswith(" ID"):
+            continue
+        x = ncu_report.scaled(ncu_report.number(a[name]), u1.get(name, ""))
+        y = ncu_report.scaled(ncu_report.number(b[name]), u2.get(name, ""))
+        if x is None or y is None:
+            continue
+        compared += 1
+        assert abs(x - y) <= max(0.05 * max(abs(x), abs(y)), 0.005), (name, a[name], b[name])
+    assert compared > 800
 
 
 # -- Proton -----------------------------------------------------------------------------------------

@@ -75,9 +75,10 @@ util::Result<std::unique_ptr<Server>> Server::bind(Api& api, const std::string& 
   impl->http.set_pre_routing_handler(
       [&api, loopback, holder](const httplib::Request& req, httplib::Response& out) {
         // Debian's cpp-httplib compresses text, JavaScript and JSON bodies with Brotli at its
-        // highest quality whenever the client accepts it: about 20 s for Plotly's full bundle (4.6 MB)
-        // here, and nothing gained on loopback. The request is httplib's own (non-const) object,
-        // read again when the response is written: without the header it sends bodies as they are.
+        // highest quality whenever the client accepts it: about 20 s for Plotly's full bundle (4.6
+        // MB) here, and nothing gained on loopback. The request is httplib's own (non-const)
+        // object, read again when the response is written: without the header it sends bodies as
+        // they are.
         const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
         if (loopback && !host_header_allowed(req.get_header_value("Host"), *holder)) {
           write(error_response(421, "this dashboard answers only to a loopback Host"), out);

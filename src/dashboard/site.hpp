@@ -1,8 +1,9 @@
 // The dashboard's static files: the page (web/: HTML, CSS, plain-JS ES modules) and the npm
-// packages it uses (Plotly's cartesian bundle, highlight.js's prebuilt @highlightjs/cdn-assets), read into memory once when the dashboard starts. Requests are looked up
-// in this list by exact URL path, so no request can name another file (path traversal has nothing
-// to traverse). Nothing is fetched from the network: the npm packages come from node_modules,
-// installed by scripts/setup.sh (`npm ci`, pinned by package-lock.json).
+// packages it uses (Plotly's cartesian bundle, highlight.js's prebuilt @highlightjs/cdn-assets),
+// read into memory once when the dashboard starts. Requests are looked up in this list by exact URL
+// path, so no request can name another file (path traversal has nothing to traverse). Nothing is
+// fetched from the network: the npm packages come from node_modules, installed by scripts/setup.sh
+// (`npm ci`, pinned by package-lock.json).
 //
 // Every file is also served under a versioned path, /static/VERSION/PATH, where VERSION is a hash
 // of all the files but the page itself: index.html names its files by those paths, so a browser

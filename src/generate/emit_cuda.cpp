@@ -115,7 +115,7 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, int index, const Sig&
     Region::Hooks h;
     h.load = [&](int v, const Shape& ctx, Cls c) {
       std::string idx = index_of(g, G, v, ctx, c, sp, false);
-      if (vec == 4 && idx == "i") {
+      if (vec == 4 && idx == "i" && g.values[v].dtype == "float32") {  // float4: float data only
         vb.vector_leaves.insert(v);
         return fmt::format("l_{}[l]", sig.names.at(v));
       }
@@ -185,7 +185,8 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
       Region::Hooks h;
       h.load = [&, vb](int v, const Shape& ctx, Cls c) {
         std::string idx = index_of(g, G, v, ctx, c, sp, false);
-        if (vb && vb->vec == 4 && c == Cls::kRow && idx == "i") {
+        if (vb && vb->vec == 4 && c == Cls::kRow && idx == "i" &&
+            g.values[v].dtype == "float32") {  // float4: float data only
           vb->vector_leaves.insert(v);
           return fmt::format("l_{}[l]", sig.names.at(v));
         }

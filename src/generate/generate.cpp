@@ -359,8 +359,9 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
       const KernelGroup& G = plan.groups[step.group];
       std::string dev = py_name(g, G.leaves.front()) + ".device";
       for (int v : G.outputs)
-        fwd.push_back(fmt::format("{} = _ok_torch.empty({}, device={}, dtype=_ok_torch.float32)",
-                                  py_name(g, v), shape_tuple(g.values[v].shape), dev));
+        fwd.push_back(fmt::format("{} = _ok_torch.empty({}, device={}, dtype=_ok_torch.{})",
+                                  py_name(g, v), shape_tuple(g.values[v].shape), dev,
+                                  g.values[v].dtype == "int64" ? "int64" : "float32"));
       KernelCode code = backend == "cpu"      ? emit_cpu(g, G, step.group, skills, kparams)
                         : backend == "triton" ? emit_triton(g, G, step.group, skills, kparams)
                                               : emit_cuda(g, G, step.group, skills, kparams);

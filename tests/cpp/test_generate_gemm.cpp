@@ -20,8 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Proposal;
-using ok::testing::forward_of;
 using ok::testing::fixture;
+using ok::testing::forward_of;
 using ok::testing::kSkills;
 using ok::testing::must;
 using ok::testing::run;
