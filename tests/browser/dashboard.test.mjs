@@ -410,6 +410,28 @@ test("a 500-attempt session: the table draws the rows in view, the landscape eve
     await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), pick, { timeout: 5_000 });
 
     assert.equal(await page.getAttribute("#panel-landscape canvas.scatter3d", "data-points"), "500");
+
+    // The trajectory's 500 markers are on its canvas (none in the SVG): one of them, alone at its
+    // place, hovered shows its attempt's tooltip and clicked selects it, as the SVG markers did.
+    const traj = page.locator("#panel-trajectory");
+    assert.equal(await traj.locator("canvas.markers").getAttribute("data-markers"), "500");
+    assert.equal(await traj.locator(".figure svg.chart .pt").count(), 0);
+    const lone = await traj.evaluate((el) => {
+      const { hits } = el.querySelector(".chart-view").okChart.layout;
+      const alone = hits.filter((h) => h.series.name === "correct" && hits.every((k) => k === h ||
+        (k.x - h.x) ** 2 + (k.y - h.y) ** 2 > 16));
+      return alone[Math.floor(alone.length / 2)].point.id;
+    });
+    const dot = await markerOnCanvas(traj, { group: "correct", id: lone });
+    await page.mouse.move(dot.x, dot.y);
+    const tip = traj.locator(".tooltip");
+    await tip.waitFor({ state: "visible", timeout: 5_000 });
+    const a = big.attempts.find((x) => x.number === lone);
+    assert.match(await tip.innerText(), new RegExp(`^#${lone} correct ${a.speedup.toFixed(3)}x`));
+    await page.mouse.click(dot.x, dot.y);
+    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), lone, { timeout: 5_000 });
+    assert.equal(await traj.locator('.figure svg.chart-overlay .series[data-group="selected"] .pt').count(), 1,
+                 "the selected ring, over the canvas");
 }));
 
 test("a recorded deep profile: the utilisation and roofline panels show ncu's measured numbers",
