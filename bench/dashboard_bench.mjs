@@ -51,6 +51,18 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // now's median first complete render over before's.
 const ratioOf = (now, before) => median(now.map((r) => r.first_render_ms)) /
   median(before.map((r) => r.first_render_ms));
+// Round by round (the loads of a round are adjacent in time, so they saw nearly the same
+// machine): in how many rounds now's load was the faster, the median of now - before, and the
+// two-sided sign test's p-value of that count (ties left out). On this shared machine single
+// loads spread by a factor of two, and two medians of 11 differ by 10 % with no change at all.
+function paired(now, before) {
+  const d = now.map((r, i) => r.first_render_ms - before[i].first_render_ms);
+  const n = d.filter((x) => x !== 0).length, k = d.filter((x) => x < 0).length;
+  const choose = (a, b) => { let c = 1; for (let i = 1; i <= b; i++) c = (c * (a - b + i)) / i; return c; };
+  let tail = 0;
+  for (let i = 0; i <= Math.min(k, n - k); i++) tail += choose(n, i) / 2 ** n;
+  return { rounds: d.length, now_faster: k, median_diff_ms: median(d), sign_test_p: Math.min(1, 2 * tail) };
+}
 
 function synth(db, args) {
   const p = spawnSync(join(BIN, "dashboard_synth"), [db, ...args], { encoding: "utf8" });
@@ -269,6 +281,7 @@ async function main() {
     ...(before ? { before: { bin_dir: before.bin, home: before.home, cold: summary(before.cold),
                              warm: summary(before.warm), traces: before.traces },
                    ratio_cold: ratioOf(now.cold, before.cold),
+                   paired_cold: paired(now.cold, before.cold),
                    ratio_warm: ratioOf(now.warm, before.warm) } : {}),
     machine: { cpus: cpus().length, cpu: cpus()[0].model, chromium: chromiumVersion,
                chromium_args: CHROMIUM_ARGS, node: process.version,
@@ -311,7 +324,10 @@ async function main() {
       ...renderLines("before: cold", "a fresh profile", before.cold),
       ...renderLines("before: warm", "the same profile again", before.warm),
       `  now / before, medians of the same run: cold ${result.ratio_cold.toFixed(2)}, ` +
-        `warm ${result.ratio_warm.toFixed(2)}`] : []),
+        `warm ${result.ratio_warm.toFixed(2)}`,
+      `  paired, cold (round by round): now faster in ${result.paired_cold.now_faster} of ` +
+        `${result.paired_cold.rounds} rounds, median difference ${result.paired_cold.median_diff_ms} ms ` +
+        `(now - before), sign test p = ${result.paired_cold.sign_test_p.toFixed(3)}`] : []),
     ...pages.flatMap((p) => p.traces.flatMap((t, i) => traceLines(`${p.name}: traced cold load ${i + 1}`, t))),
     `  machine load (1-minute average) ${loadavgStart.toFixed(2)} at the start, ` +
       `${loadavg()[0].toFixed(2)} at the end, on ${cpus().length} CPUs`,

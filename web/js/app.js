@@ -12,7 +12,7 @@ import { renderConvergence, renderCost, renderStrategies } from "./across_panels
 import { renderCharts } from "./charts_page.js";
 import { highlightLoaded, renderDiff, renderTable, renderTree } from "./detail_panels.js";
 import { escapeHtml, fmtSpeedup, fmtUsd } from "./model.js";
-import { askSources, early, fetchSession, getJSON, sourcePath } from "./boot.js";
+import { early, fetchSession, getJSON } from "./boot.js";
 import { loadPlotly } from "./plots.js";
 import {
   renderLandscape, renderRoofline, renderTrajectory, renderUtilisation,
@@ -133,6 +133,23 @@ function fillDiffPickers() {
   }
 }
 
+const sourcePath = (id, n) => `/api/sessions/${encodeURIComponent(id)}/attempts/${n}/source`;
+
+// Asks for the sources the diff will first show, with the session's data rather than after it
+// (a round trip less before the first render): the session list names the best attempt and the
+// count, and the diff opens on the first attempt against the best (or the last). A wrong guess
+// costs a request the diff does not use.
+function askSources(id) {
+  const s = state.sessions.find((x) => x.id === id);
+  if (!s || !s.attempts) return;
+  const second = s.best_attempt !== null && s.best_attempt !== 1 ? s.best_attempt : s.attempts;
+  for (const n of new Set([1, second])) {
+    const req = getJSON(sourcePath(id, n));
+    req.catch(() => {});  // awaited only if the diff wants it
+    asked.set(n, req);
+  }
+}
+
 async function loadDiff() {
   const { a, b } = state.diff;
   const id = state.id;
@@ -212,10 +229,7 @@ async function openSession(id, fetched = fetchSession(id)) {
   state.diff = { a: null, b: null };
   sources.clear();
   asked.clear();
-  // The sources the diff opens on: boot.js asked for the wanted session's already.
-  const ahead = id === early.wanted && early.sources ? await early.sources : askSources(state.sessions, id);
-  early.sources = null;
-  for (const [n, req] of ahead) asked.set(n, req);
+  askSources(id);
   okDashboard.seen = {};
   const params = new URLSearchParams(location.search);
   params.set("session", id);
