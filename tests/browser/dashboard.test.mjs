@@ -190,18 +190,15 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     }
     assert.equal(await page.evaluate(() => typeof window.Plotly), "undefined", "no Plotly before the Charts page");
     // Hover: a trajectory point's tooltip names its attempt and its speedup.
-    // The markers are painted on a canvas under the SVG's overlay: the point is found where the
-    // canvas holds its colour, and the pointer over it gets the tooltip (the chart's hit test).
     const traj = page.locator("#panel-trajectory");
-    const firstOk = live.attempts.find((a) => a.correct && typeof a.speedup === "number");
-    const dot = await markerOnCanvas(traj, { group: "correct", id: firstOk.number });
-    assert.ok(await traj.locator("canvas.markers").count() === 1 && (await traj.locator(".figure .pt").count()) <= 1,
-              "the markers are on the canvas (the SVG holds the selected ring at most)");
-    await page.mouse.move(dot.x, dot.y);
+    await traj.scrollIntoViewIfNeeded();
+    const dot = traj.locator(".series .points .pt").first();
+    const dotBox = await dot.boundingBox();
+    await page.mouse.move(dotBox.x + dotBox.width / 2, dotBox.y + dotBox.height / 2);
     const trajTip = traj.locator(".tooltip");
     await trajTip.waitFor({ state: "visible", timeout: 5_000 });
+    const firstOk = live.attempts.find((a) => a.correct && typeof a.speedup === "number");
     assert.match(await trajTip.innerText(), new RegExp(`^#${firstOk.number} correct ${firstOk.speedup.toFixed(3)}x`));
-    assert.equal(await traj.locator(".hover-ring").getAttribute("visibility"), "visible", "the hovered point's ring");
     // Box zoom over the middle of the plot: the x axis' range narrows; a double click restores it.
     const domain = () => traj.evaluate((p) => p.querySelector(".chart-view").okChart.layout.plots[0].x.domain);
     const full = await domain();
@@ -276,11 +273,12 @@ test("the dashboard follows real sessions and renders every panel", { skip: reas
     const other = live.attempts.map((a) => a.number).find((n) => n !== firstCorrect);
     await page.click('nav button[data-page="session"]');
     await page.selectOption("#diff-b", String(other));
-    await page.waitForFunction(() => document.querySelector("#panel-trajectory canvas.markers")?.dataset.markers > 0,
-                               null, { timeout: 10_000 });
-    const at = await markerOnCanvas(page.locator("#panel-trajectory"), { group: "correct", id: firstCorrect });
-    await page.mouse.move(at.x, at.y);
-    await page.mouse.click(at.x, at.y);
+    const point = page.locator("#panel-trajectory .series .points .pt").first();
+    await point.waitFor({ state: "visible", timeout: 10_000 });
+    await point.scrollIntoViewIfNeeded();
+    const at = await point.boundingBox();
+    await page.mouse.move(at.x + at.width / 2, at.y + at.height / 2);
+    await page.mouse.click(at.x + at.width / 2, at.y + at.height / 2);
     await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), firstCorrect,
                                { timeout: 5_000 });
     for (const name of PANELS) {
@@ -305,32 +303,6 @@ async function shot(page, panel, name) {
   await page.mouse.move(0, 0);
   await page.evaluate(() => window.scrollTo(0, 0));
   await panel.screenshot({ path: join(resolve(ROOT, process.env.DASHBOARD_SCREENSHOTS), name) });
-}
-
-// A marker a chart (web/js/chart.js) painted on its canvas: the hit of series `group`'s point
-// `id` (where hover and click find it), as page coordinates, after checking that the canvas
-// holds, at that pixel, the colour its draw list gave the topmost marker there.
-async function markerOnCanvas(panel, { group, id }) {
-  await panel.scrollIntoViewIfNeeded();
-  const m = await panel.evaluate((el, want) => {
-    const view = el.querySelector(".chart-view");
-    const { layout, markers } = view.okChart;
-    const h = layout.hits.find((k) => (k.series.group ?? k.series.name) === want.group && k.point.id === want.id);
-    if (!h) return null;
-    const top = markers.findLast((k) => k.cx === h.x && k.cy === h.y);
-    const canvas = view.querySelector("canvas.markers");
-    const dpr = canvas.width / layout.width;
-    const pixel = canvas.getContext("2d").getImageData(Math.floor(h.x * dpr), Math.floor(h.y * dpr), 1, 1).data;
-    const r = view.querySelector(".figure").getBoundingClientRect();
-    return { x: r.left + h.x, y: r.top + h.y, pixel: [...pixel], fill: top && top.fill };
-  }, { group, id });
-  assert.ok(m, `a marker of ${group} for #${id}`);
-  assert.ok(m.fill && m.fill !== "none", `${group} #${id} is drawn filled on the canvas`);
-  const rgb = m.fill.startsWith("#") ? [1, 3, 5].map((i) => parseInt(m.fill.slice(i, i + 2), 16))
-    : m.fill.match(/\d+/g).slice(0, 3).map(Number);
-  assert.equal(m.pixel[3], 255, `the canvas is painted at ${group} #${id}`);
-  assert.ok(rgb.every((v, i) => Math.abs(v - m.pixel[i]) <= 3), `canvas ${m.pixel} where ${m.fill} was drawn`);
-  return m;
 }
 
 const SYNTH_SKIP = reason ?? (existsSync(join(BIN, "dashboard_synth")) ? false : `no dashboard_synth in ${BIN}`);
@@ -410,28 +382,6 @@ test("a 500-attempt session: the table draws the rows in view, the landscape eve
     await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), pick, { timeout: 5_000 });
 
     assert.equal(await page.getAttribute("#panel-landscape canvas.scatter3d", "data-points"), "500");
-
-    // The trajectory's 500 markers are on its canvas (none in the SVG): one of them, alone at its
-    // place, hovered shows its attempt's tooltip and clicked selects it, as the SVG markers did.
-    const traj = page.locator("#panel-trajectory");
-    assert.equal(await traj.locator("canvas.markers").getAttribute("data-markers"), "500");
-    assert.equal(await traj.locator(".figure svg.chart .pt").count(), 0);
-    const lone = await traj.evaluate((el) => {
-      const { hits } = el.querySelector(".chart-view").okChart.layout;
-      const alone = hits.filter((h) => h.series.name === "correct" && hits.every((k) => k === h ||
-        (k.x - h.x) ** 2 + (k.y - h.y) ** 2 > 16));
-      return alone[Math.floor(alone.length / 2)].point.id;
-    });
-    const dot = await markerOnCanvas(traj, { group: "correct", id: lone });
-    await page.mouse.move(dot.x, dot.y);
-    const tip = traj.locator(".tooltip");
-    await tip.waitFor({ state: "visible", timeout: 5_000 });
-    const a = big.attempts.find((x) => x.number === lone);
-    assert.match(await tip.innerText(), new RegExp(`^#${lone} correct ${a.speedup.toFixed(3)}x`));
-    await page.mouse.click(dot.x, dot.y);
-    await page.waitForFunction((n) => document.querySelector("#diff-b").value === String(n), lone, { timeout: 5_000 });
-    assert.equal(await traj.locator('.figure svg.chart-overlay .series[data-group="selected"] .pt').count(), 1,
-                 "the selected ring, over the canvas");
 }));
 
 test("a recorded deep profile: the utilisation and roofline panels show ncu's measured numbers",
@@ -467,9 +417,8 @@ test("a recorded deep profile: the utilisation and roofline panels show ncu's me
     // The roofline: the measured points at ncu's intensity and FLOP/s, beside the estimates.
     const roof = page.locator("#panel-roofline");
     await roof.scrollIntoViewIfNeeded();
-    const measured = await roof.evaluate((el) => el.querySelector(".chart-view").okChart.markers
-      .filter((m) => m.group === "measured (ncu)").length);
-    assert.equal(measured, profiled.length);
+    const measured = roof.locator('.series[data-group="measured (ncu)"] .pt');
+    assert.equal(await measured.count(), profiled.length);
     assert.ok(await roof.locator('.legend-item[data-group="measured (ncu)"]').count() === 1);
     const hit = await roof.evaluate((el, num) => {
       const st = el.querySelector(".chart-view").okChart;
@@ -478,8 +427,8 @@ test("a recorded deep profile: the utilisation and roofline panels show ncu's me
     }, n);
     assert.equal(hit.x, p.roofline.intensity);
     assert.equal(hit.y, p.roofline.flops_per_s);
-    const diamond = await markerOnCanvas(roof, { group: "measured (ncu)", id: n });
-    await page.mouse.move(diamond.x, diamond.y);
+    const box = await measured.first().boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
     const tip = roof.locator(".tooltip");
     await tip.waitFor({ state: "visible", timeout: 5_000 });
     assert.match(await tip.innerText(), /measured by ncu: /);

@@ -7,8 +7,7 @@ import { test } from "node:test";
 
 import { extent, logTicks, makeScale, niceTicks, tickLabel, viridis } from "../../web/js/axes.js";
 import {
-  MARGIN, figureSvg, layoutFigure, legendEntries, linePath, markerList, markerShape, markerSvg, nearestHit,
-  overlaySvg, plotAt, zoomOf,
+  MARGIN, figureSvg, layoutFigure, legendEntries, linePath, markerSvg, nearestHit, plotAt, zoomOf,
 } from "../../web/js/chart.js";
 
 const near = (a, b, eps = 1e-9) => Math.abs(a - b) <= eps * Math.max(1, Math.abs(b));
@@ -130,15 +129,14 @@ test("linePath: steps, straight lines, and a break at a point the axis cannot sh
   assert.equal(linePath([{ x: 0, y: 1 }, { x: 2, y: 0 }, { x: 5, y: 10 }], x, y), "M0.0,100.0M50.0,50.0");
 });
 
-test("figureSvg draws axes, titles, lines, the colour bar, and leaves the markers to the canvas", () => {
+test("figureSvg draws axes, titles, markers, the colour bar; markerSvg every symbol", () => {
   const svg = figureSvg(layoutFigure(spec(), 800), "u1", "a <label>");
   assert.match(svg, /^<svg class="chart" width="800" height="300"/);
   assert.ok(svg.includes('aria-label="a &lt;label&gt;"'));
-  assert.equal((svg.match(/class="pt"/g) || []).length, 0, "no marker in the SVG");
-  assert.equal((svg.match(/class="line"/g) || []).length, 2, "the two lines");
-  assert.equal((svg.match(/class="series"/g) || []).length, 3, "every series has its group (the legend's)");
+  assert.equal((svg.match(/class="pt"/g) || []).length, 3, "three drawable markers");
   assert.ok(svg.includes(">attempt</text>") && svg.includes(">speedup</text>"));
   assert.ok(svg.includes('clip-path="url(#u1-clip0)"') && svg.includes('id="u1-grad"'));
+  assert.ok(svg.includes(`fill="${viridis(1)}"`), "the best point coloured at the top of the scale");
   // An integer axis (attempt numbers) labels whole numbers only, where the scale offers halves.
   const xLabels = (figure) => {
     const svgText = figureSvg(layoutFigure(figure, 2400), "w");
@@ -153,57 +151,4 @@ test("figureSvg draws axes, titles, lines, the colour bar, and leaves the marker
     assert.match(markerSvg(sym, 10, 10, 8, "#123456"), /class="pt"/, sym);
   }
   assert.ok(markerSvg("x", 10, 10, 8, "#f00").includes('stroke="#f00"'));
-});
-
-test("markerList: the canvas draws every drawable marker where the hit test finds it", () => {
-  const layout = layoutFigure(spec(), 800);
-  const list = markerList(layout);
-  // The markers of both plots, in drawing order; y = -1 has no place on the log axis.
-  assert.equal(list.length, 3);
-  assert.deepEqual(list.map((m) => [m.plot, m.group]), [[0, "attempts"], [0, "attempts"], [1, "attempts"]]);
-  // Each marker sits where its hit is (hover and click find what is drawn) ...
-  assert.deepEqual(list.map((m) => [m.cx, m.cy]), layout.hits.map((h) => [h.x, h.y]));
-  // ... coloured on the Viridis scale by its value (0 and 2 the ends), or its series' colour.
-  assert.deepEqual(list.map((m) => m.fill), [viridis(0), viridis(1), "#0969da"]);
-  assert.deepEqual(list.map((m) => [m.circle, m.width, m.opacity]), [[4, 0.5, 1], [4, 0.5, 1], [4, 0.5, 1]]);
-  // Zoomed, a marker out of the box is not drawn; hidden, a series draws nothing.
-  const z = layoutFigure(spec(), 800, { hidden: new Set(), zoom: [{ x: [3.5, 4.5], y: [3, 5] }] });
-  assert.deepEqual(markerList(z).map((m) => m.plot), [0, 1]);
-  assert.deepEqual(markerList(layoutFigure(spec(), 800, { hidden: new Set(["attempts"]), zoom: [] })), []);
-  // Shapes, symbol by symbol, and a series' opacity and symbol carried to its markers.
-  const s = spec();
-  Object.assign(s.plots[0].series[1], { symbol: "x", opacity: 0.5, size: 10 });
-  const [m] = markerList(layoutFigure(s, 800));
-  assert.deepEqual([m.opacity, m.closed, m.fill, m.stroke, m.width], [0.5, false, "none", viridis(0), 2]);
-  assert.equal(m.paths.length, 2, "an x: two strokes");
-  assert.deepEqual(m.paths[0], [[m.cx - 5, m.cy - 5], [m.cx + 5, m.cy + 5]], "an x of size 10: 5 pixels each way");
-});
-
-test("markerShape: the one geometry of the SVG markers and the canvas' (every symbol)", () => {
-  const star = markerShape("star", 10, 10, 8, "#123456");
-  assert.equal(star.paths[0].length, 10);
-  assert.ok(star.closed && star.fill === "#123456");
-  assert.deepEqual(markerShape("diamond", 10, 10, 8, "#123456").paths[0].map(([x, y]) => [x.toFixed(1), y.toFixed(1)]),
-                   [["10.0", "5.2"], ["14.8", "10.0"], ["10.0", "14.8"], ["5.2", "10.0"]]);
-  assert.deepEqual(markerShape("ring", 1, 2, 16, "#000"), { circle: 8, cx: 1, cy: 2, fill: "none", stroke: "#000", width: 2 });
-  // markerSvg writes the same shape as SVG.
-  assert.equal(markerSvg("diamond", 10, 10, 8, "#123456"),
-               '<path class="pt" d="M10.0,5.2L14.8,10.0L10.0,14.8L5.2,10.0Z" fill="#123456" ' +
-               'stroke="rgba(31,35,40,0.55)" stroke-width="0.7"/>');
-  assert.equal(markerSvg("x", 10, 10, 8, "#f00"),
-               '<path class="pt" d="M6.0,6.0L14.0,14.0M6.0,14.0L14.0,6.0" fill="none" stroke="#f00" stroke-width="2"/>');
-});
-
-test("overlaySvg: the front series (a selected ring) over the canvas, and the hover ring", () => {
-  const s = spec();
-  s.plots[0].series.push({ name: "selected #4", group: "selected", mode: "markers", symbol: "ring", size: 16,
-                           colour: "#000", hover: false, front: true, points: [{ x: 4, y: 4 }] });
-  const layout = layoutFigure(s, 800);
-  const over = overlaySvg(layout, "u2");
-  assert.equal((over.match(/class="pt"/g) || []).length, 1, "the ring, drawn in the overlay");
-  assert.ok(over.includes('data-group="selected"') && over.includes('clip-path="url(#u2-clip0)"'));
-  assert.ok(over.includes('class="hover-ring"'));
-  assert.ok(!figureSvg(layout, "u2").includes('data-group="selected"'), "not in the SVG under the canvas");
-  assert.equal(markerList(layout).length, 3, "nor on the canvas");
-  assert.equal(layout.hits.length, 3, "no tooltip of its own (hover: false)");
 });

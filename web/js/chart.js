@@ -1,14 +1,9 @@
-// The dashboard's 2D charts: a figure of one or more plots side by side, each with two axes
-// (linear or log10, round ticks, grid lines, titles) and series drawn as lines (straight or
+// The dashboard's 2D charts as SVG: a figure of one or more plots side by side, each with two
+// axes (linear or log10, round ticks, grid lines, titles) and series drawn as lines (straight or
 // steps) and markers (circle, x, star, diamond, ring), coloured by series or, point by point, on
-// the Viridis scale with a colour bar. Axes, lines and labels are SVG; the markers (500 of a
-// session's attempts per panel) are a draw list painted on one canvas over the SVG, which the
-// page lays out and paints as one element instead of hundreds (docs/dashboard.md, "Render
-// time"); a few front markers (the selected point) are SVG again, over the canvas. Pure:
-// layoutFigure, figureSvg, markerList and overlaySvg turn a spec and a width into positions, SVG
-// text and the draw list (node's tests read them); chart_view.js puts them on the page and adds
-// the legend, hover, box zoom and clicks, whose hit test (nearestHit) runs over the markers'
-// pixel positions.
+// the Viridis scale with a colour bar. Pure: layoutFigure and figureSvg turn a spec and a width
+// into positions and SVG text (node's tests read them); chart_view.js puts them on the page and
+// adds the legend, hover, box zoom and clicks.
 //
 // Spec: {height, key (a new key drops the zoom: the axes mean something else), legend (true:
 // listed even with one entry; false: never), plots: [{x: AXIS, y: AXIS, series: [SERIES]}], colour: {title} (a colour bar
@@ -17,9 +12,7 @@
 // integer: true (ticks on whole numbers only: attempt numbers)}.
 // SERIES: {name, group (the legend entry; default the name), legend (false: not listed), mode:
 // "lines" | "markers" | "lines+markers", shape: "linear" | "hv", colour, width, dash, opacity,
-// symbol, size, hover (false: no tooltip), front (true: drawn as SVG over the canvas that holds
-// the other series' markers: a selected point's ring), points: [{x, y, id, text, value, size,
-// symbol}]}.
+// symbol, size, hover (false: no tooltip), points: [{x, y, id, text, value, size, symbol}]}.
 // A point's `id` is what a click on it reports; `text` its tooltip (lines joined by "\n").
 // View state: {hidden: Set of groups, zoom: [per plot {x: [lo, hi], y: [lo, hi]} or null]}.
 import { VIRIDIS, extent, makeScale, tickLabel, viridis } from "./axes.js";
@@ -122,36 +115,25 @@ export function linePath(points, x, y, shape = "linear") {
   return d;
 }
 
-// A marker's shape at (cx, cy), shared by the SVG (markerSvg) and the canvas (the draw list):
-// {cx, cy} and `circle` (its radius) or `paths` (polylines, `closed` when filled), with its fill
-// ("none": drawn by its stroke alone), stroke and stroke width.
-export function markerShape(symbol, cx, cy, size, fill, stroke = "rgba(31,35,40,0.55)") {
-  const r = size / 2;
+// A marker's SVG element at (cx, cy).
+export function markerSvg(symbol, cx, cy, size, fill, stroke = "rgba(31,35,40,0.55)") {
+  const r = size / 2, f = (v) => v.toFixed(1);
   if (symbol === "x") {
-    return { cx, cy, paths: [[[cx - r, cy - r], [cx + r, cy + r]], [[cx - r, cy + r], [cx + r, cy - r]]],
-             closed: false, fill: "none", stroke: fill, width: 2 };
+    return `<path class="pt" d="M${f(cx - r)},${f(cy - r)}L${f(cx + r)},${f(cy + r)}M${f(cx - r)},` +
+      `${f(cy + r)}L${f(cx + r)},${f(cy - r)}" stroke="${fill}" stroke-width="2" fill="none"/>`;
   }
   if (symbol === "star" || symbol === "diamond") {
     const n = symbol === "star" ? 10 : 4;
     const pts = Array.from({ length: n }, (_, k) => {
       const a = -Math.PI / 2 + (k * 2 * Math.PI) / n, rr = symbol === "star" && k % 2 ? r * 0.45 : r * 1.2;
-      return [cx + rr * Math.cos(a), cy + rr * Math.sin(a)];
+      return `${f(cx + rr * Math.cos(a))},${f(cy + rr * Math.sin(a))}`;
     });
-    return { cx, cy, paths: [pts], closed: true, fill, stroke, width: 0.7 };
+    return `<path class="pt" d="M${pts.join("L")}Z" fill="${fill}" stroke="${stroke}" stroke-width="0.7"/>`;
   }
-  if (symbol === "ring") return { circle: r, cx, cy, fill: "none", stroke: fill, width: 2 };
-  return { circle: r, cx, cy, fill, stroke, width: 0.5 };
-}
-
-// A marker's SVG element at (cx, cy).
-export function markerSvg(symbol, cx, cy, size, fill, stroke) {
-  const m = markerShape(symbol, cx, cy, size, fill, stroke), f = (v) => v.toFixed(1);
-  const paint = `fill="${m.fill}" stroke="${m.stroke}" stroke-width="${m.width}"`;
-  if (m.circle !== undefined) {
-    return `<circle class="pt" cx="${f(m.cx)}" cy="${f(m.cy)}" r="${f(m.circle)}" ${paint}/>`;
+  if (symbol === "ring") {
+    return `<circle class="pt" cx="${f(cx)}" cy="${f(cy)}" r="${f(r)}" fill="none" stroke="${fill}" stroke-width="2"/>`;
   }
-  const d = m.paths.map((pts) => `M${pts.map(([x, y]) => `${f(x)},${f(y)}`).join("L")}${m.closed ? "Z" : ""}`);
-  return `<path class="pt" d="${d.join("")}" ${paint}/>`;
+  return `<circle class="pt" cx="${f(cx)}" cy="${f(cy)}" r="${f(r)}" fill="${fill}" stroke="${stroke}" stroke-width="0.5"/>`;
 }
 
 function colourOf(layout, series, q) {
@@ -162,20 +144,17 @@ function colourOf(layout, series, q) {
   return series.colour || "#0969da";
 }
 
-const hasMarkers = (s) => (s.mode || "markers").includes("markers");
-
-// A series' SVG group: its line, and its markers when it is a front series (the others' markers
-// are on the canvas: markerList).
 function seriesSvg(layout, plot, s) {
   const { x, y } = plot;
+  const mode = s.mode || "markers";
   let out = `<g class="series" data-group="${escapeAttr(s.group ?? s.name)}"` +
     `${s.opacity !== undefined ? ` opacity="${s.opacity}"` : ""}>`;
-  if ((s.mode || "markers").includes("lines")) {
+  if (mode.includes("lines")) {
     out += `<path class="line" d="${linePath(s.points, x, y, s.shape)}" fill="none" ` +
       `stroke="${s.colour || "#0969da"}" stroke-width="${s.width || 1.5}"` +
       `${s.dash ? ` stroke-dasharray="${s.dash === "dot" ? "2,3" : "6,4"}"` : ""}/>`;
   }
-  if (s.front && hasMarkers(s)) {
+  if (mode.includes("markers")) {
     out += '<g class="points">';
     for (const q of s.points) {
       if (!inside(x, q.x) || !inside(y, q.y)) continue;
@@ -185,27 +164,6 @@ function seriesSvg(layout, plot, s) {
     out += "</g>";
   }
   return `${out}</g>`;
-}
-
-// The canvas' draw list: the markers of every visible series but the front ones, in drawing
-// order (plot by plot, series by series: later ones on top, as nearestHit prefers them), each
-// {plot, group, opacity} and its markerShape at its pixel position. A point outside the axes'
-// domains (zoomed out of view, or not above zero on a log axis) is left out.
-export function markerList(layout) {
-  const out = [];
-  layout.plots.forEach((plot, i) => {
-    const { x, y } = plot;
-    for (const s of plot.series) {
-      if (s.front || !hasMarkers(s)) continue;
-      const group = s.group ?? s.name, opacity = s.opacity ?? 1;
-      for (const q of s.points) {
-        if (!inside(x, q.x) || !inside(y, q.y)) continue;
-        out.push({ plot: i, group, opacity, ...markerShape(q.symbol || s.symbol || "circle", x.map(q.x),
-          y.map(q.y), q.size || s.size || 8, colourOf(layout, s, q)) });
-      }
-    }
-  });
-  return out;
 }
 
 function axesSvg(plot) {
@@ -247,36 +205,19 @@ function colourBarSvg(layout, uid) {
     `<text class="title" x="${x - 4}" y="${top - 5}">${escapeAttr(c.title)}</text></g>`;
 }
 
-// The figure as an <svg> element's text: axes, grid, titles, lines, the colour bar; `uid` makes
-// its clip-path and gradient ids unique on the page. Its markers are drawn on a canvas over it
-// (markerList), and the front series in overlaySvg, over the canvas.
+// The figure as an <svg> element's text; `uid` makes its clip-path and gradient ids unique on
+// the page.
 export function figureSvg(layout, uid, label = "") {
   let out = `<svg class="chart" width="${layout.width}" height="${layout.height}" ` +
     `viewBox="0 0 ${layout.width} ${layout.height}" role="img" aria-label="${escapeAttr(label)}">`;
   layout.plots.forEach((plot, i) => {
-    out += `<g class="plot-area" data-plot="${i}">${clipSvg(plot, uid, i)}${axesSvg(plot)}` +
-      `<g clip-path="url(#${uid}-clip${i})">` +
-      `${plot.series.filter((s) => !s.front).map((s) => seriesSvg(layout, plot, s)).join("")}</g></g>`;
+    const { box } = plot;
+    out += `<g class="plot-area" data-plot="${i}"><clipPath id="${uid}-clip${i}"><rect x="${box.left}" ` +
+      `y="${box.top}" width="${box.width.toFixed(1)}" height="${box.height.toFixed(1)}"/></clipPath>` +
+      `${axesSvg(plot)}<g clip-path="url(#${uid}-clip${i})">` +
+      `${plot.series.map((s) => seriesSvg(layout, plot, s)).join("")}</g></g>`;
   });
   return `${out}${colourBarSvg(layout, uid)}</svg>`;
-}
-
-function clipSvg({ box }, uid, i) {
-  return `<clipPath id="${uid}-clip${i}"><rect x="${box.left}" y="${box.top}" ` +
-    `width="${box.width.toFixed(1)}" height="${box.height.toFixed(1)}"/></clipPath>`;
-}
-
-// The layer over the canvas, as an <svg> element's text: the front series (a selected point's
-// ring) and the ring of the hovered point (hidden until a point is hovered; chart_view.js).
-export function overlaySvg(layout, uid) {
-  let out = `<svg class="chart-overlay" width="${layout.width}" height="${layout.height}" ` +
-    `viewBox="0 0 ${layout.width} ${layout.height}" aria-hidden="true">`;
-  layout.plots.forEach((plot, i) => {
-    const front = plot.series.filter((s) => s.front);
-    if (!front.length) return;
-    out += `<g clip-path="url(#${uid}-clip${i})">${front.map((s) => seriesSvg(layout, plot, s)).join("")}</g>`;
-  });
-  return `${out}<circle class="hover-ring" r="7" visibility="hidden"/></svg>`;
 }
 
 // The legend's entries: one per group, in the order of first appearance, with the first

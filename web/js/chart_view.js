@@ -7,11 +7,8 @@
 // drawChart(body, spec, {onClick, label, width}) draws into `body` (replacing what else is
 // there; `width`: the body's width when the caller knows it, which spares a layout of the page)
 // and returns the chart's element, a div.chart-view whose okChart holds the state and the layout
-// (the browser tests read layout.plots[i].x.domain, layout.hits and markers, the canvas' draw
-// list).
-import {
-  figureSvg, layoutFigure, legendEntries, markerList, markerSvg, nearestHit, overlaySvg, plotAt, zoomOf,
-} from "./chart.js";
+// (the browser tests read layout.plots[i].x.domain).
+import { figureSvg, layoutFigure, legendEntries, markerSvg, nearestHit, plotAt, zoomOf } from "./chart.js";
 import { escapeHtml } from "./model.js";
 
 let charts = 0;  // ids for the charts' clip paths and gradients
@@ -35,62 +32,11 @@ export function drawChart(body, spec, { onClick = null, label = "", width = 0 } 
   return root;
 }
 
-// The figure's three layers, bottom up: the SVG (axes, lines), the canvas of markers and the
-// overlay SVG (front series, the hovered point's ring, the zoom box); the upper two let the
-// pointer through to the SVG, where bind() listens.
 function render(root, width = 0) {
   const st = root.okChart;
   st.width = width || root.clientWidth || 600;
   st.layout = layoutFigure(st.spec, st.width, st.view);
-  st.markers = markerList(st.layout);
-  const figure = root.querySelector(".figure");
-  figure.innerHTML = figureSvg(st.layout, st.uid, st.label) +
-    `<canvas class="markers" aria-hidden="true" data-markers="${st.markers.length}"></canvas>` +
-    overlaySvg(st.layout, st.uid);
-  paintMarkers(figure.querySelector("canvas.markers"), st.layout, st.markers);
-}
-
-// Paints a draw list (markerList) on the canvas, at the screen's pixel density, each plot's
-// markers clipped to its box as the SVG clips its lines.
-function paintMarkers(canvas, layout, list) {
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.round(layout.width * dpr);
-  canvas.height = Math.round(layout.height * dpr);
-  canvas.style.width = `${layout.width}px`;
-  canvas.style.height = `${layout.height}px`;
-  if (!list.length) return;
-  const ctx = canvas.getContext("2d");
-  ctx.scale(dpr, dpr);
-  let plot = -1;
-  for (const m of list) {
-    if (m.plot !== plot) {
-      if (plot >= 0) ctx.restore();
-      plot = m.plot;
-      const { box } = layout.plots[plot];
-      ctx.save();
-      ctx.beginPath();
-      ctx.rect(box.left, box.top, box.width, box.height);
-      ctx.clip();
-    }
-    ctx.globalAlpha = m.opacity;
-    ctx.beginPath();
-    if (m.circle !== undefined) {
-      ctx.arc(m.cx, m.cy, m.circle, 0, 2 * Math.PI);
-    } else {
-      for (const pts of m.paths) {
-        pts.forEach(([x, y], k) => (k ? ctx.lineTo(x, y) : ctx.moveTo(x, y)));
-        if (m.closed) ctx.closePath();
-      }
-    }
-    if (m.fill !== "none") {
-      ctx.fillStyle = m.fill;
-      ctx.fill();
-    }
-    ctx.strokeStyle = m.stroke;
-    ctx.lineWidth = m.width;
-    ctx.stroke();
-  }
-  ctx.restore();
+  root.querySelector(".figure").innerHTML = figureSvg(st.layout, st.uid, st.label);
 }
 
 function drawLegend(root) {
@@ -129,16 +75,6 @@ function bind(root) {
     return { x: ev.clientX - r.left, y: ev.clientY - r.top };
   };
   const hitAt = (p) => nearestHit(st().layout.hits, p.x, p.y);
-  // The hovered point's ring (the overlay's), at `hit` or hidden.
-  const ring = (hit) => {
-    const el = figure.querySelector(".hover-ring");
-    if (!el) return;
-    if (hit) {
-      el.setAttribute("cx", hit.x.toFixed(1));
-      el.setAttribute("cy", hit.y.toFixed(1));
-    }
-    el.setAttribute("visibility", hit ? "visible" : "hidden");
-  };
   figure.addEventListener("pointerdown", (ev) => {
     if (ev.button !== 0) return;
     const p = local(ev);
@@ -154,17 +90,16 @@ function bind(root) {
       figure.style.cursor = i >= 0 && st().layout.hits[i].point.id !== undefined ? "pointer" : "crosshair";
       if (i >= 0) showTip(root, st().layout.hits[i]);
       else tip.hidden = true;
-      return ring(i >= 0 ? st().layout.hits[i] : null);
+      return;
     }
     tip.hidden = true;
-    ring(null);
     const { box } = st().layout.plots[drag.plot];
     const x = Math.min(Math.max(p.x, box.left), box.left + box.width);
     const y = Math.min(Math.max(p.y, box.top), box.top + box.height);
     if (!drag.box) {
       drag.box = document.createElementNS("http://www.w3.org/2000/svg", "rect");
       drag.box.setAttribute("class", "zoombox");
-      figure.querySelector("svg.chart-overlay").appendChild(drag.box);
+      figure.querySelector("svg").appendChild(drag.box);
     }
     const wide = Math.abs(x - drag.x0) > 5, tall = Math.abs(y - drag.y0) > 5;
     const [bx, by] = [wide ? Math.min(x, drag.x0) : box.left, tall ? Math.min(y, drag.y0) : box.top];
@@ -188,11 +123,7 @@ function bind(root) {
     const id = i >= 0 ? st().layout.hits[i].point.id : undefined;
     if (id !== undefined && st().onClick) st().onClick(id);
   });
-  figure.addEventListener("pointerleave", () => {
-    if (drag) return;
-    tip.hidden = true;
-    ring(null);
-  });
+  figure.addEventListener("pointerleave", () => { if (!drag) tip.hidden = true; });
   figure.addEventListener("dblclick", () => {
     st().view.zoom = [];
     render(root);

@@ -50,7 +50,7 @@ export function renderTrajectory(panel, state, onSelect) {
   const s = state.selected !== null && attempts.find((a) => a.number === state.selected);
   if (s) {
     series.push({ name: `selected #${s.number}`, group: "selected", mode: "markers", symbol: "ring",
-                  size: 16, colour: "#000", hover: false, front: true,
+                  size: 16, colour: "#000", hover: false,
                   points: [{ x: xOf(s), y: s.correct && s.speedup ? s.speedup : floor }] });
   }
   drawChart(panel.querySelector(".body"), {
