@@ -22,8 +22,8 @@
 //                                  [--before BIN_DIR:HOME] [--screenshots DIR] [--trace N]
 //                                  [--settle MS]
 // --settle MS: how long a freshly launched chromium is left to finish starting before a cold
-// load opens the page (default 2000; 0: at once, as up to the v5 results, which charges the page
-// with chromium's own start).
+// load opens the page (default 2000; 0: at once, as in the v4 results and the v5 ones that say
+// so, which charges the page with chromium's own start).
 // --trace N: N more cold loads of each page under chromium's tracing (not counted in the
 // medians above: tracing slows a load), each summarised as where the renderer's main thread
 // spent its time (script, style, layout, paint, HTML parsing, garbage collection) and its
@@ -60,7 +60,8 @@ const ratioOf = (now, before) => median(now.map((r) => r.first_render_ms)) /
 // Round by round (the loads of a round are adjacent in time, so they saw nearly the same
 // machine): in how many rounds now's load was the faster, the median of now - before, and the
 // two-sided sign test's p-value of that count (ties left out). On this shared machine single
-// loads spread by a factor of two, and two medians of 11 differ by 10 % with no change at all.
+// loads spread by a factor of two, and one page's medians move by tens of ms from run to run
+// (docs/dashboard.md, "Render time": the A/A runs).
 function paired(now, before) {
   const d = now.map((r, i) => r.first_render_ms - before[i].first_render_ms);
   const n = d.filter((x) => x !== 0).length, k = d.filter((x) => x < 0).length;
@@ -235,14 +236,14 @@ async function main() {
     return chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true,
       args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1000 } }).then(settled);
   };
-  // One load of the page at `base`: navigation to every panel drawn, with the page's own marks
-  // (web/js/app.js).
   // The CPU time (user and system, ms, in 10 ms ticks) the dashboard serving `base` has used.
   const serverCpuMs = (base) => {
     const stat = readFileSync(`/proc/${pages.find((p) => p.url === base).proc.pid}/stat`, "utf8");
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return (Number(f[11]) + Number(f[12])) * 10;
   };
+  // One load of the page at `base`: navigation to every panel drawn, with the page's own marks
+  // (web/js/app.js) and the server's CPU time meanwhile.
   const load = async (page, base) => {
     const cpu0 = serverCpuMs(base);
     const errors = [];
