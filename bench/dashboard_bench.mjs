@@ -357,11 +357,11 @@ async function main() {
         ...markText(runs, "plots_ms", "Plotly panels drawn"),
         ...markText(runs, "landscape_start_ms", "their frame painted"),
         ...markText(runs, "drawn_ms", "every panel drawn")].join(", ")}, painted (complete) ` +
-        `${s.median_ms}; the server's CPU ${med(runs, (r) => r.server_cpu_ms)} ms` +
-        `${med(runs, (r) => r.plotly_bytes_transferred) === null ? "; no Plotly loaded"
+        `${s.median_ms}${med(runs, (r) => r.plotly_bytes_transferred) === null ? "; no Plotly loaded"
           : `; plotly.min.js bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`}`,
       `    panels drawn (ms, medians): ` +
-        Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),
+        Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", ") +
+        `; the server's CPU (median) ${med(runs, (r) => r.server_cpu_ms)} ms`,
     ];
   };
   const lines = [
