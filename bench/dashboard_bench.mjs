@@ -20,6 +20,10 @@
 //
 //   node bench/dashboard_bench.mjs [--out bench/results/cpu_dashboard_500_v2] [--cold N] [--warm N]
 //                                  [--before BIN_DIR:HOME] [--screenshots DIR] [--trace N]
+//                                  [--settle MS]
+// --settle MS: how long a freshly launched chromium is left to finish starting before a cold
+// load opens the page (default 2000; 0: at once, as in the v4 results and the v5 ones that say
+// so, which charges the page with chromium's own start).
 // --trace N: N more cold loads of each page under chromium's tracing (not counted in the
 // medians above: tracing slows a load), each summarised as where the renderer's main thread
 // spent its time (script, style, layout, paint, HTML parsing, garbage collection) and its
@@ -28,7 +32,7 @@
 // (landscape_500.png; docs/dashboard.md shows it).
 // Writes OUT.json and OUT.txt; exits 1 when a limit is missed.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -45,12 +49,27 @@ const COLD = Number(arg("--cold", 5)), WARM = Number(arg("--warm", 5));
 const BEFORE = arg("--before", null);
 const SHOTS = arg("--screenshots", null) && resolve(arg("--screenshots"));
 const TRACES = Number(arg("--trace", 0));
+// ms a freshly launched chromium is left to finish its own start before the page is opened.
+const SETTLE_MS = Number(arg("--settle", 2000));
 const CHROMIUM_ARGS = ["--no-sandbox", "--use-gl=swiftshader", "--enable-unsafe-swiftshader"];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // now's median first complete render over before's.
 const ratioOf = (now, before) => median(now.map((r) => r.first_render_ms)) /
   median(before.map((r) => r.first_render_ms));
+// Round by round (the loads of a round are adjacent in time, so they saw nearly the same
+// machine): in how many rounds now's load was the faster, the median of now - before, and the
+// two-sided sign test's p-value of that count (ties left out). On this shared machine single
+// loads spread by a factor of two, and one page's medians move by tens of ms from run to run
+// (docs/dashboard.md, "Render time": the A/A runs).
+function paired(now, before) {
+  const d = now.map((r, i) => r.first_render_ms - before[i].first_render_ms);
+  const n = d.filter((x) => x !== 0).length, k = d.filter((x) => x < 0).length;
+  const choose = (a, b) => { let c = 1; for (let i = 1; i <= b; i++) c = (c * (a - b + i)) / i; return c; };
+  let tail = 0;
+  for (let i = 0; i <= Math.min(k, n - k); i++) tail += choose(n, i) / 2 ** n;
+  return { rounds: d.length, now_faster: k, median_diff_ms: median(d), sign_test_p: Math.min(1, 2 * tail) };
+}
 
 function synth(db, args) {
   const p = spawnSync(join(BIN, "dashboard_synth"), [db, ...args], { encoding: "utf8" });
@@ -90,7 +109,7 @@ function startDashboard(binDir, db, home = null) {
 }
 
 const TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8",
-                          "v8.execute", "blink.user_timing", "loading"];
+                          "v8.execute", "blink.user_timing", "loading", "toplevel"];
 // Trace event names of the renderer's main thread, by what they are.
 const KINDS = {
   script: ["EvaluateScript", "v8.compile", "v8.compileModule", "v8.evaluateModule", "FunctionCall",
@@ -103,8 +122,12 @@ const KINDS = {
 // Where the page's main thread (the renderer thread whose events name the page's host) spent a
 // traced load: ms per kind (events nested in one of the same kind counted once), per script
 // file evaluated, and the tasks over 15 ms (start and length, ms since navigation, with their
-// largest parts).
-function traceSummary(events, host) {
+// largest parts); these are wall times, which include the waits of a descheduled thread on a
+// loaded machine. `cpu_ms`: the CPU time the thread's tasks used from navigation to the first
+// complete render (`firstMs`), the page's own work whatever the load; `threads_cpu_ms`: the same
+// for every thread of chromium's processes (its top-level events' thread time; the six largest,
+// as process/thread), which the load shares the machine's CPUs with.
+function traceSummary(events, host, firstMs) {
   const count = new Map();
   for (const e of events) {
     if (JSON.stringify(e.args || {}).includes(host)) count.set(`${e.pid}:${e.tid}`, (count.get(`${e.pid}:${e.tid}`) || 0) + 1);
@@ -138,12 +161,39 @@ function traceSummary(events, host) {
     return { start_ms: Math.round((t.ts - nav) / 1000), ms: Math.round(t.dur / 1000),
              parts: Object.fromEntries(Object.entries(round(parts)).slice(0, 4)) };
   });
-  return { main_thread_ms: round(ms), scripts_ms: round(scripts), tasks };
+  const cpu = mine.filter((e) => e.name === "RunTask" && e.ts >= nav && e.ts <= nav + firstMs * 1000)
+    .reduce((sum, e) => sum + (e.tdur || 0), 0);
+  return { cpu_ms: Math.round(cpu / 1000), threads_cpu_ms: threadsCpu(events, nav, nav + firstMs * 1000),
+           main_thread_ms: round(ms), scripts_ms: round(scripts), tasks };
+}
+
+// CPU ms per process/thread between `from` and `to` (trace µs): its outermost complete events'
+// thread time.
+function threadsCpu(events, from, to) {
+  const names = new Map(), processes = new Map(), byThread = new Map();
+  for (const e of events) {
+    if (e.ph === "M" && e.name === "thread_name") names.set(`${e.pid}:${e.tid}`, e.args.name);
+    if (e.ph === "M" && e.name === "process_name") processes.set(e.pid, e.args.name);
+    if (e.ph !== "X" || e.tdur === undefined || e.ts < from || e.ts > to) continue;
+    const key = `${e.pid}:${e.tid}`;
+    if (!byThread.has(key)) byThread.set(key, []);
+    byThread.get(key).push(e);
+  }
+  const cpu = [...byThread].map(([key, es]) => {
+    let end = -1, sum = 0;
+    for (const e of es.sort((a, b) => a.ts - b.ts || b.dur - a.dur)) {
+      if (e.ts >= end) { sum += e.tdur; end = e.ts + e.dur; }
+    }
+    return [`${processes.get(Number(key.split(":")[0])) || "?"}/${names.get(key) || key}`, Math.round(sum / 1000)];
+  });
+  return Object.fromEntries(cpu.sort((a, b) => b[1] - a[1]).slice(0, 6));
 }
 
 function traceLines(what, t) {
   return [
-    `  ${what} (first complete render ${t.first_render_ms} ms under tracing): main thread ms ` +
+    `  ${what} (first complete render ${t.first_render_ms} ms under tracing): main thread CPU ` +
+      `${t.cpu_ms} ms until then (threads: ${Object.entries(t.threads_cpu_ms).map(([k, v]) => `${k} ${v}`).join(", ")}); ` +
+      `main thread ms ` +
       Object.entries(t.main_thread_ms).map(([k, v]) => `${k} ${v}`).join(", ") +
       `; scripts evaluated ms ${Object.entries(t.scripts_ms).map(([k, v]) => `${k} ${v}`).join(", ") || "none over 0"}`,
     `    tasks over 15 ms (start+length: largest parts): ` + t.tasks.map((k) => `${k.start_ms}+${k.ms}` +
@@ -176,15 +226,26 @@ async function main() {
   const require = createRequire(import.meta.url);
   const { chromium } = require(join(ROOT, "node_modules/playwright-core"));
   const profiles = [];
+  // A browser just launched is still starting (chromium 156 loads its omnibox popup's WebUI in a
+  // renderer of its own, about 0.2 s of CPU, while the first page loads): the cold loads open the
+  // page once that is over, unless --settle 0 (docs/dashboard.md, "Render time").
+  const settled = (x) => new Promise((ok) => setTimeout(() => ok(x), SETTLE_MS));
   const openProfile = () => {
     const dir = mkdtempSync(join(tmp, "profile-"));
     profiles.push(dir);
     return chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true,
-      args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1000 } });
+      args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1000 } }).then(settled);
+  };
+  // The CPU time (user and system, ms, in 10 ms ticks) the dashboard serving `base` has used.
+  const serverCpuMs = (base) => {
+    const stat = readFileSync(`/proc/${pages.find((p) => p.url === base).proc.pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10;
   };
   // One load of the page at `base`: navigation to every panel drawn, with the page's own marks
-  // (web/js/app.js).
+  // (web/js/app.js) and the server's CPU time meanwhile.
   const load = async (page, base) => {
+    const cpu0 = serverCpuMs(base);
     const errors = [];
     const onConsole = (m) => { if (m.type() === "error") errors.push(m.text()); };
     page.on("console", onConsole);
@@ -207,7 +268,7 @@ async function main() {
     page.off("console", onConsole);
     if (r.ready < 10) throw new Error(`only ${r.ready} panels ready`);
     if (errors.length || r.errors.length) throw new Error(`page errors: ${[...errors, ...r.errors]}`);
-    return { ...r, loadavg_1m: Number(loadavg()[0].toFixed(2)) };
+    return { ...r, server_cpu_ms: serverCpuMs(base) - cpu0, loadavg_1m: Number(loadavg()[0].toFixed(2)) };
   };
   const loadavgStart = loadavg()[0];
   // A first launch per page, not counted, brings chromium's own files and the page's into the
@@ -239,11 +300,11 @@ async function main() {
       // A browser of its own with a fresh context: as cold as a fresh profile (tracing is a
       // browser's, which a persistent profile's context does not expose).
       const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      const page = await settled(await browser.newPage({ viewport: { width: 1400, height: 1000 } }));
       await browser.startTracing(page, { categories: TRACE_CATEGORIES });
       const r = await load(page, p.url);
       const events = JSON.parse((await browser.stopTracing()).toString()).traceEvents;
-      p.traces.push({ first_render_ms: r.first_render_ms, ...traceSummary(events, new URL(p.url).host) });
+      p.traces.push({ first_render_ms: r.first_render_ms, ...traceSummary(events, new URL(p.url).host, r.first_render_ms) });
       await browser.close();
     }
   }
@@ -269,9 +330,10 @@ async function main() {
     ...(before ? { before: { bin_dir: before.bin, home: before.home, cold: summary(before.cold),
                              warm: summary(before.warm), traces: before.traces },
                    ratio_cold: ratioOf(now.cold, before.cold),
+                   paired_cold: paired(now.cold, before.cold),
                    ratio_warm: ratioOf(now.warm, before.warm) } : {}),
     machine: { cpus: cpus().length, cpu: cpus()[0].model, chromium: chromiumVersion,
-               chromium_args: CHROMIUM_ARGS, node: process.version,
+               chromium_args: CHROMIUM_ARGS, node: process.version, settle_ms: SETTLE_MS,
                loadavg_1m_start: Number(loadavgStart.toFixed(2)),
                loadavg_1m_end: Number(loadavg()[0].toFixed(2)) },
   };
@@ -298,20 +360,25 @@ async function main() {
         `${s.median_ms}${med(runs, (r) => r.plotly_bytes_transferred) === null ? "; no Plotly loaded"
           : `; Plotly bytes transferred ${med(runs, (r) => r.plotly_bytes_transferred)}`}`,
       `    panels drawn (ms, medians): ` +
-        Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", "),
+        Object.keys(runs[0].panels_ms).map((k) => `${k} ${med(runs, (r) => r.panels_ms[k] ?? 0)}`).join(", ") +
+        `; the server's CPU (median) ${med(runs, (r) => r.server_cpu_ms)} ms`,
     ];
   };
   const lines = [
     `dashboard on a 500-attempt session (${result.machine.cpu}, ${result.machine.cpus} CPUs, ${chromiumVersion}, ${CHROMIUM_ARGS.join(" ")})`,
     ...routes.map((r) => `  ${r.route.padEnd(40)} median ${r.median_ms.toFixed(1)} ms, max ${r.max_ms.toFixed(1)} ms, ${r.bytes} bytes`),
-    ...renderLines("cold", "a fresh profile: the first opening; the 1 s limit", now.cold),
+    ...renderLines("cold", `a fresh profile: the first opening, ${SETTLE_MS} ms after chromium's launch; ` +
+                   "the 1 s limit", now.cold),
     ...renderLines("warm", "the same profile opening the page again", now.warm),
     ...(before ? [
       `  side by side, loads alternating: before = ${before.bin} with OPENKERNEL_HOME=${before.home}`,
       ...renderLines("before: cold", "a fresh profile", before.cold),
       ...renderLines("before: warm", "the same profile again", before.warm),
       `  now / before, medians of the same run: cold ${result.ratio_cold.toFixed(2)}, ` +
-        `warm ${result.ratio_warm.toFixed(2)}`] : []),
+        `warm ${result.ratio_warm.toFixed(2)}`,
+      `  paired, cold (round by round): now faster in ${result.paired_cold.now_faster} of ` +
+        `${result.paired_cold.rounds} rounds, median difference ${result.paired_cold.median_diff_ms} ms ` +
+        `(now - before), sign test p = ${result.paired_cold.sign_test_p.toFixed(3)}`] : []),
     ...pages.flatMap((p) => p.traces.flatMap((t, i) => traceLines(`${p.name}: traced cold load ${i + 1}`, t))),
     `  machine load (1-minute average) ${loadavgStart.toFixed(2)} at the start, ` +
       `${loadavg()[0].toFixed(2)} at the end, on ${cpus().length} CPUs`,
