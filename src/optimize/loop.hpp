@@ -121,6 +121,7 @@ class Loop {
   bool wants_best_profile(const Attempt& a) const;
   ProfileStep serve_profile_request(Flight& f);
   bool final_profile_allowed() const;
+  bool device_time_left() const;
   nlohmann::json recorded_profile(const Attempt& a) const;
   void profile_final_best();
   // loop_search.cpp: the planner and the population.

@@ -5,6 +5,7 @@
 //     that ran its course (iterations, exhausted, speed_of_light) with device time left;
 //   - an attempt whose diagnosis asks for one (`"profile_request": true`), at most
 //     kCriticProfiles per session: the critic then diagnoses it again with the profile.
+// None starts once --budget-device-s is spent (device_time_left).
 // Only correct candidates on a GPU backend (or the CPU with OPENKERNEL_PROFILE_ON_CPU=1, for the
 // tests' recorded stand-in for ncu) are profiled; the worker caches profiles by source hash, so a
 // candidate is profiled at most once. A profile taken after its attempt was recorded replaces the
@@ -105,8 +106,15 @@ bool Loop::profile_into(Attempt& a, json& result, const std::string& why) {
   return true;
 }
 
+// Whether --budget-device-s leaves device time: evaluations and profiles both spend it (a deep
+// profile costs seconds of ncu's replays), so no profile starts once it is spent.
+bool Loop::device_time_left() const {
+  return !options_.budget_device_s || device_busy_s_ < *options_.budget_device_s;
+}
+
 bool Loop::wants_best_profile(const Attempt& a) const {
-  if (options_.mode != "deep" || !a.correct || !a.speedup || !profiles_possible() || cancelled())
+  if (options_.mode != "deep" || !a.correct || !a.speedup || !profiles_possible() || cancelled() ||
+      !device_time_left())
     return false;
   return !outcome_.best || *a.speedup > *outcome_.attempts[*outcome_.best].speedup;
 }
@@ -119,7 +127,8 @@ ProfileStep Loop::serve_profile_request(Flight& f) {
   }
   Attempt& a = outcome_.attempts[f.index];
   if (!asks_for_profile(*f.diagnosis_taken) || !a.correct || !profiles_possible() || cancelled() ||
-      tier_of(f.result) == "deep" || critic_profiles_ >= critic_profile_cap(options_.mode)) {
+      tier_of(f.result) == "deep" || critic_profiles_ >= critic_profile_cap(options_.mode) ||
+      !device_time_left()) {
     f.profile_asked = true;  // not granted: the first diagnosis stands
     return ProfileStep::kNone;
   }
@@ -141,7 +150,7 @@ ProfileStep Loop::serve_profile_request(Flight& f) {
 bool Loop::final_profile_allowed() const {
   const std::string& why = outcome_.stop_reason;
   if (why != "iterations" && why != "exhausted" && why != "speed_of_light") return false;
-  return !options_.budget_device_s || device_busy_s_ < *options_.budget_device_s;
+  return device_time_left();
 }
 
 // The stored profile of `a`'s evaluation (full, with the basic tier's tables), else the one its

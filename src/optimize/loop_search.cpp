@@ -178,7 +178,7 @@ std::string Loop::stop_reason_now() const {
   if (options_.budget_usd && spent() >= *options_.budget_usd) return "budget";
   if (options_.budget_wall_s && seconds_since(started_at_) >= *options_.budget_wall_s)
     return "wall_time";
-  if (options_.budget_device_s && device_busy_s_ >= *options_.budget_device_s) return "device_time";
+  if (!device_time_left()) return "device_time";
   return "";
 }
 

@@ -102,13 +102,13 @@ FINAL = json.dumps({"bottleneck": "occupancy", "evidence": ["18.5% achieved occu
                                      "expected_gain": 0.3}], "expected_gain": 0.3})
 
 
-def model_session(tmp_path: Path) -> tuple[Any, dict[str, Any] | None, list[str]]:
+def model_session(tmp_path: Path, *extra: str) -> tuple[Any, dict[str, Any] | None, list[str]]:
     good = (SWISH / "candidate.py").read_text()
     with LlmStub(generator=[fenced("Fused C++ loop.", good)], critic=[ASK, FINAL]) as stub:
         p, report = optimize(tmp_path, "--reference", str(SWISH / "reference.py"), "--backend",
                              "cpu", "--model", "openai/stub-model", "--base-url", stub.base_url,
                              "--iterations", "1", "--json", "--out", str(tmp_path / "out"),
-                             *QUICK)
+                             *QUICK, *extra)
         return p, report, stub.prompts("critic")
 
 
@@ -136,3 +136,19 @@ def test_no_ncu_leaves_flags_as_evidence_and_the_session_whole(tmp_path: Path,
     assert report is not None and report["verdict"] == "correct", report
     assert len(prompts) == 2 and "profiler_missing" in prompts[1]
     assert "OPENKERNEL_NCU" in prompts[1]
+
+
+def test_no_profile_once_the_device_budget_is_spent(tmp_path: Path, monkeypatch) -> None:
+    """--budget-device-s counts profiles as device time: past it the critic's request is not
+    granted (one diagnosis, no metrics) and no deep profile is taken at all."""
+    stand_in(tmp_path, monkeypatch)
+    p, report, prompts = model_session(tmp_path, "--mode", "deep", "--budget-device-s", "0.001")
+    assert p.returncode == 0, p.stderr
+    assert report is not None and report["verdict"] == "correct", report
+    assert report["stop_reason"] == "device_time"
+    assert len(prompts) == 1 and "achieved_occupancy_pct" not in prompts[0]
+    assert "deep_profile" not in p.stderr
+    db = sqlite3.connect(tmp_path / "db.sqlite")
+    tiers = [json.loads(r[0]).get("profile", {}).get("tier")
+             for r in db.execute("SELECT result FROM evaluations").fetchall()]
+    assert tiers and "deep" not in tiers, tiers
