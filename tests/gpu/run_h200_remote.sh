@@ -24,13 +24,14 @@ export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OPENKERNEL_HOME=$PWD OPENKERNEL_BWRAP=$D/bin/bwrap XDG_CACHE_HOME=/tmp/okremote/local-cache
 BIN=${BIN:-$D/bin/openkernel}
 KB=${KB:-$D/kernelbench}
-BACKEND=${BACKEND:-triton}  # BACKEND=cpu CANDIDATE=... SETS="--set batch_size=16 --set dim=4096": a CPU rehearsal
+# A CPU rehearsal: BACKEND=cpu CANDIDATE=... SETS="--set batch_size=16 --set dim=4096" PY=...
+BACKEND=${BACKEND:-triton}
 CANDIDATE=${CANDIDATE:-tests/gpu/candidates/relu_triton.py}
 W=$(mktemp -d /tmp/okremote.XXXXXX)
 exec > >(tee "$OUT/log.txt") 2>&1
 
 [ -x "$D/bin/sshd" ] && [ -x "$D/bin/ssh" ] && [ -x "$D/bin/ssh-keygen" ] ||
-  { echo "no sshd/ssh/ssh-keygen in $D/bin: run scripts/bundle-device.sh on a machine with openssh"; exit 2; }
+  { echo "no sshd/ssh/ssh-keygen in $D/bin: run scripts/bundle-device.sh where openssh is"; exit 2; }
 getent passwd sshd >/dev/null || echo 'sshd:x:74:65534::/run/sshd:/usr/sbin/nologin' >> /etc/passwd
 mkdir -p -m 0755 /run/sshd
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -109,8 +110,8 @@ evaluate ssh-2 --eval-host "$HOST" --python "$PY"
 echo "== shipped on the host: $(ls "$W/remote-cache/openkernel" 2>/dev/null | tr '\n' ' ')"
 
 t0=$(date +%s)
-timeout -k 10 300 "$BIN" optimize --level 1 --problem 19 --kernelbench-dir "$KB" --backend "$BACKEND" ${SETS:-} \
-  --model builtin --iterations 2 --seed 1 --json --out "$W/opt" --db "$W/db" \
+timeout -k 10 300 "$BIN" optimize --level 1 --problem 19 --kernelbench-dir "$KB" \
+  --backend "$BACKEND" ${SETS:-} --model builtin --iterations 2 --seed 1 --json --out "$W/opt" --db "$W/db" \
   --eval-host "$HOST" --python "$PY" > "$W/optimize.json" 2> "$W/optimize.err"
 echo "== optimize over ssh: rc $?, $(( $(date +%s) - t0 )) s"
 python3 - "$W/optimize.json" <<'PY'
@@ -135,7 +136,6 @@ while time.monotonic() < deadline:  # a worker busy with a candidate process: mi
             if (e.name.isdigit() and b"openkernel_worker" in (e / "cmdline").read_bytes()
                     and mark in (e / "environ").read_bytes().split(b"\0")
                     and (e / "task" / e.name / "children").read_text().split()):
-                time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0)
                 print(e.name); sys.exit(0)
         except OSError:
             pass
@@ -149,6 +149,6 @@ evaluate ssh-killed --eval-host "$HOST" --python "$PY"
 wait "$killer"
 grep -h -i -E 'lost|retry|again' "$W/ssh-killed.err" | head -5
 
-column -t -s $'\t' "$TSV"
+cat "$TSV"
 tar -czf "$OUT/remote.tgz" --exclude='*.db*' --exclude='remote-cache' --exclude='*_key*' -C "$W" .
 echo "remote rc 0"
