@@ -164,6 +164,9 @@ int lower_view(Lowerer& l, const IrNode& n) {
 
 // Kept as the PyTorch call: every argument as is, {"value": null} as None.
 int lower_vendor(Lowerer& l, const IrNode& n) {
+  const bool linear_module = n.op == "module" && n.json.contains("kwargs") &&
+                             n.json["kwargs"].value("type", "") == "Linear";
+  if (n.op == "linear" || linear_module) return lower_linear(l, n);
   Node v;
   v.kind = NodeKind::kVendor;
   v.op = n.op;
