@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Proposal;
 using ok::testing::fixture;
+using ok::testing::forward_of;
 using ok::testing::kSkills;
 using ok::testing::must;
 using ok::testing::run;
