@@ -3,7 +3,7 @@
 // padding, dilation and groups baked in as constants (spatial dims aligned right in three, so one
 // template serves 1d, 2d and 3d); the forward lines allocate the output and launch it. The bias is
 // the first user of each template's epilogue slot: statements run on every accumulated value
-// before its store (a level-2 tail goes there too).
+// before its store, then a fused pointwise tail (make_epilogue, emit_epilogue.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>

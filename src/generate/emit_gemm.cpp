@@ -1,6 +1,8 @@
 // GEMM kernels for the three backends, from the gemm skills
 // (data/skills/{cpu,triton,cuda}_gemm.json): one kernel per Gemm node, its shapes, strides and kept
-// triangle baked in as constants; the forward lines allocate the output and launch it.
+// triangle baked in as constants; the forward lines allocate the output and launch it. A fused
+// pointwise tail runs in each template's epilogue slot on the accumulated value
+// (emit_epilogue.cpp).
 #include <fmt/format.h>
 
 #include "generate/emit.hpp"
