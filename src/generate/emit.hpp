@@ -161,8 +161,9 @@ struct Epilogue {
   // ", param..." for the kernel's signature; ", arg..." for its launch (pointers: _ok_ptr(...)).
   std::string signature() const;
   std::string arguments(const Graph& g, bool pointers) const;
-  // forward's allocations of the extra outputs.
-  std::vector<std::string> allocations(const Graph& g, const std::string& device) const;
+  // forward's allocations of the extra outputs, after that of `stored` when `with_stored`.
+  std::vector<std::string> allocations(const Graph& g, const std::string& device,
+                                       bool with_stored) const;
 };
 // lang: "cpp", "cuda" or "triton"; G may be null (no epilogue).
 Epilogue make_epilogue(const Graph& g, const KernelGroup* G, int product, const Skills& skills,

@@ -54,15 +54,9 @@ bool needs_int64(const Conv& c) {
   return std::max({x, y, c.cin * c.cout_g() * c.taps()}) + 4096 >= kInt32Limit;
 }
 
-// forward's allocations: the value the kernel stores (the convolution, or its epilogue's first
-// output) and the epilogue's other outputs.
+// forward's allocations: the value the kernel stores and the epilogue's other outputs.
 std::vector<std::string> allocs(const Graph& g, const Node& n, const Epilogue& e) {
-  const std::string device = py_name(g, n.args[0].value) + ".device";
-  std::vector<std::string> out = {
-      fmt::format("{} = _ok_torch.empty({}, device={}, dtype=_ok_torch.float32)",
-                  py_name(g, e.stored), shape_str(g.values[e.stored].shape), device)};
-  for (auto& l : e.allocations(g, device)) out.push_back(std::move(l));
-  return out;
+  return e.allocations(g, py_name(g, n.args[0].value) + ".device", true);
 }
 
 // The kernel's tensor arguments in forward: x, weight, [bias,] y, then the epilogue's.

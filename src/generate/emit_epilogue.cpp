@@ -81,8 +81,12 @@ std::string Epilogue::arguments(const Graph& g, bool pointers) const {
   return out;
 }
 
-std::vector<std::string> Epilogue::allocations(const Graph& g, const std::string& device) const {
+std::vector<std::string> Epilogue::allocations(const Graph& g, const std::string& device,
+                                               bool with_stored) const {
   std::vector<std::string> out;
+  if (with_stored)
+    out.push_back(fmt::format("{} = _ok_torch.empty({}, device={}, dtype=_ok_torch.float32)",
+                              py_name(g, stored), shape_str(g.values[stored].shape), device));
   for (int v : outputs)
     out.push_back(fmt::format("{} = _ok_torch.empty({}, device={}, dtype=_ok_torch.float32)",
                               py_name(g, v), shape_str(g.values[v].shape), device));

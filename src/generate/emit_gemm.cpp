@@ -58,16 +58,9 @@ void add_triangle(json& ctx, const Gemm& gm, const std::string& outside_expr,
   }
 }
 
-// forward's allocations: the value the kernel stores (the product, or its epilogue's first
-// output) and the epilogue's other outputs.
-std::vector<std::string> allocs(const Graph& g, const Node& n, const Epilogue& e,
-                                const std::string& how) {
-  const std::string device = py_name(g, n.args[0].value) + ".device";
-  std::vector<std::string> out = {
-      fmt::format("{} = _ok_torch.{}({}, device={}, dtype=_ok_torch.float32)", py_name(g, e.stored),
-                  how, shape_str(g.values[e.stored].shape), device)};
-  for (auto& l : e.allocations(g, device)) out.push_back(std::move(l));
-  return out;
+// forward's allocations: the value the kernel stores and the epilogue's other outputs.
+std::vector<std::string> allocs(const Graph& g, const Node& n, const Epilogue& e) {
+  return e.allocations(g, py_name(g, n.args[0].value) + ".device", true);
 }
 
 std::string pointers(const Graph& g, const Node& n, const Epilogue& e) {
@@ -101,7 +94,7 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
   add_triangle(ctx, gm, outside(gm, "i0", "i0 + im - 1", "j0", "j0 + jn - 1"),
                keep(gm, "i0 + i", "j0 + j"), false);
   Epilogue e = cpp_epilogue(g, n, G, skills, "cpp", "bi * M * N + (i0 + i) * N + j0 + j", ctx);
-  std::vector<std::string> launch = allocs(g, n, e, "empty");
+  std::vector<std::string> launch = allocs(g, n, e);
   launch.push_back(fmt::format("_ok_lib.{}({})", name, pointers(g, n, e)));
   return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n", launch};
 }
@@ -145,7 +138,7 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   ctx["device"] = py_name(g, n.args[0].value) + ".device";
   std::string device = render_skill(skills, "triton", "gemm", "prelude", json::object()) +
                        "\n\n\n" + render_skill(skills, "triton", "gemm", "kernel", ctx) + "\n";
-  std::vector<std::string> launch = e.allocations(g, ctx["device"].get<std::string>());
+  std::vector<std::string> launch = e.allocations(g, ctx["device"].get<std::string>(), false);
   for (auto& l : split_lines(render_skill(skills, "triton", "gemm", "launch", ctx)))
     launch.push_back(std::move(l));
   return {device, launch};
@@ -170,7 +163,7 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
   Epilogue e = cpp_epilogue(g, n, G, skills, "cuda", "bi * M * N + i * N + j", ctx);
   std::string code = render_skill(skills, "cuda", "gemm", "kernel", ctx) + "\n" +
                      render_skill(skills, "cuda", "gemm", "launcher", ctx) + "\n";
-  std::vector<std::string> launch = allocs(g, n, e, "empty");
+  std::vector<std::string> launch = allocs(g, n, e);
   launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}, _ok_stream()))", index,
                                pointers(g, n, e)));
   return {code, launch};

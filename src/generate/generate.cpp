@@ -441,10 +441,7 @@ KindFeatures plan_features(const Graph& g, const Plan& plan) {
     any_gemm = true;
   }
   for (const auto& G : plan.groups) {
-    if (G.fused_into >= 0) {  // in a product's epilogue: no kernel of its own
-      (G.row ? rf : pf).transcendental |= G.has_transcendental;
-      continue;
-    }
+    if (G.fused_into >= 0) continue;  // in a product's epilogue: no kernel of its own
     if (G.row) {
       any_row = true;
       if (G.red * G.outer * G.inner >= rf.red * rf.outer * rf.inner) {
