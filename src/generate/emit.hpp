@@ -144,15 +144,43 @@ KernelCode emit_triton(const Graph& g, const KernelGroup& G, int index, const Sk
 KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skills& skills,
                      const nlohmann::json& params);
 
+// Where a product template's epilogue runs: the accumulated value's variable (assigned the value
+// to store), the flat index of its element in the product's output, and (Triton) the store mask.
+struct EpilogueSite {
+  std::string acc, index, mask;
+};
+// A fused pointwise group as epilogue statements (emit_epilogue.cpp). Without a group: no
+// statements, and the product's own value is stored.
+struct Epilogue {
+  std::vector<int> inputs;          // extra kernel inputs (the group's other leaves), in order
+  std::vector<int> outputs;         // extra kernel outputs (the group's outputs after the first)
+  std::vector<std::string> params;  // their kernel parameters
+  std::vector<std::string> names;   // the parameters' names
+  std::vector<std::string> lines;   // statements on the site's accumulated value
+  int stored = -1;                  // the value the template's own output pointer receives
+  // ", param..." for the kernel's signature; ", arg..." for its launch (pointers: _ok_ptr(...)).
+  std::string signature() const;
+  std::string arguments(const Graph& g, bool pointers) const;
+  // forward's allocations of the extra outputs, after that of `stored` when `with_stored`.
+  std::vector<std::string> allocations(const Graph& g, const std::string& device,
+                                       bool with_stored) const;
+};
+// lang: "cpp", "cuda" or "triton"; G may be null (no epilogue).
+Epilogue make_epilogue(const Graph& g, const KernelGroup* G, int product, const Skills& skills,
+                       const std::string& lang, const EpilogueSite& site);
+
 // One matrix product (a kGemm node) on `backend`, from its gemm skill with `params` (that skill's
-// point); the launch lines allocate the output and run the kernel.
+// point); the launch lines allocate the output and run the kernel. `epilogue`: the pointwise group
+// fused into it, or null.
 KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string& backend,
-                     const Skills& skills, const nlohmann::json& params);
+                     const Skills& skills, const nlohmann::json& params,
+                     const KernelGroup* epilogue = nullptr);
 
 // One convolution (a kConv node) on `backend`, from its conv skill with `params` (that skill's
-// point); the launch lines allocate the output and run the kernel.
+// point); the launch lines allocate the output and run the kernel. `epilogue` as for emit_gemm.
 KernelCode emit_conv(const Graph& g, const Node& n, int index, const std::string& backend,
-                     const Skills& skills, const nlohmann::json& params);
+                     const Skills& skills, const nlohmann::json& params,
+                     const KernelGroup* epilogue = nullptr);
 // The conv skills' admissible points and their prior (lower `score` = better), by the largest
 // convolution of the plan; and a one-line description of a convolution for humans.
 bool conv_admissible(const Skill& s, nlohmann::json& p, const Conv& c, double& score);

@@ -3,7 +3,7 @@
 // padding, dilation and groups baked in as constants (spatial dims aligned right in three, so one
 // template serves 1d, 2d and 3d); the forward lines allocate the output and launch it. The bias is
 // the first user of each template's epilogue slot: statements run on every accumulated value
-// before its store (a level-2 tail goes there too).
+// before its store, then a fused pointwise tail (make_epilogue, emit_epilogue.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -54,45 +54,59 @@ bool needs_int64(const Conv& c) {
   return std::max({x, y, c.cin * c.cout_g() * c.taps()}) + 4096 >= kInt32Limit;
 }
 
-std::string alloc(const Graph& g, const Node& n) {
-  return fmt::format("{} = _ok_torch.empty({}, device={}.device, dtype=_ok_torch.float32)",
-                     py_name(g, n.out), shape_str(g.values[n.out].shape),
-                     py_name(g, n.args[0].value));
+// forward's allocations: the value the kernel stores and the epilogue's other outputs.
+std::vector<std::string> allocs(const Graph& g, const Node& n, const Epilogue& e) {
+  return e.allocations(g, py_name(g, n.args[0].value) + ".device", true);
 }
 
-// The kernel's pointer arguments in forward: x, weight, [bias,] y.
-std::vector<std::string> tensors(const Graph& g, const Node& n) {
+// The kernel's tensor arguments in forward: x, weight, [bias,] y, then the epilogue's.
+std::vector<std::string> tensors(const Graph& g, const Node& n, const Epilogue& e) {
   std::vector<std::string> out = {py_name(g, n.args[0].value), py_name(g, n.args[1].value)};
   if (n.conv.bias) out.push_back(py_name(g, n.args[2].value));
-  out.push_back(py_name(g, n.out));
+  out.push_back(py_name(g, e.stored));
+  for (int v : e.inputs) out.push_back(py_name(g, v));
+  for (int v : e.outputs) out.push_back(py_name(g, v));
   return out;
 }
 
-std::string pointers(const Graph& g, const Node& n) {
+std::string pointers(const Graph& g, const Node& n, const Epilogue& e) {
   std::string out;
-  for (const auto& t : tensors(g, n))
+  for (const auto& t : tensors(g, n, e))
     out += (out.empty() ? "" : ", ") + fmt::format("_ok_ptr({})", t);
   return out;
 }
 
-// The epilogue on the accumulated value `v` of output channel `co` (C++ and CUDA).
-std::string cpp_epilogue(const Conv& c, int spaces) {
+// The epilogue on the accumulated value `v` of output channel `co` at flat output index `index`
+// (C++ and CUDA): the bias, then the fused pointwise group.
+Epilogue cpp_epilogue(const Graph& g, const Node& n, const KernelGroup* G, const Skills& skills,
+                      const std::string& lang, const std::string& index, int spaces, json& ctx) {
+  Epilogue e = make_epilogue(g, G, n.out, skills, lang, {"v", index, ""});
   std::vector<std::string> lines;
-  if (c.bias) lines.push_back("v += bias[co];");
-  return lines_at(lines, spaces);
+  if (n.conv.bias) lines.push_back("v += bias[co];");
+  lines.insert(lines.end(), e.lines.begin(), e.lines.end());
+  ctx["epilogue"] = lines_at(lines, spaces);
+  ctx["extra"] = e.signature();
+  std::string call;
+  for (const auto& name : e.names) call += ", " + name;
+  ctx["extra_names"] = call;
+  return e;
 }
 
-KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
+               const KernelGroup* G) {
   const std::string name = fmt::format("ok_conv_{}", index);
   json ctx = shape_context(n.conv, name);
   for (const char* k : {"BCO", "BW"}) ctx[k] = std::to_string(p.at(k).get<int>());
   ctx["schedule"] = p.value("schedule", "static");
-  ctx["epilogue"] = cpp_epilogue(n.conv, 8);
-  return {render_skill(skills, "cpu", "conv", "kernel", ctx) + "\n",
-          {alloc(g, n), fmt::format("_ok_lib.{}({})", name, pointers(g, n))}};
+  Epilogue e = cpp_epilogue(g, n, G, skills, "cpp",
+                            "((n * COUT + co) * OD + od) * OH * OW + oh * OW + ow0 + j", 8, ctx);
+  std::vector<std::string> launch = allocs(g, n, e);
+  launch.push_back(fmt::format("_ok_lib.{}({})", name, pointers(g, n, e)));
+  return {render_skill(skills, "cpu", "conv", "kernel", ctx) + "\n", launch};
 }
 
-KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
+                  const KernelGroup* G) {
   const Conv& c = n.conv;
   const std::string name = fmt::format("_ok_conv_{}", index);
   json ctx = shape_context(c, name);
@@ -100,11 +114,19 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK", "num_warps", "num_stages"})
     ctx[k] = std::to_string(p.at(k).get<int>());
   ctx["cast"] = needs_int64(c) ? ".to(tl.int64)" : "";
-  ctx["epilogue"] = c.bias
-                        ? (direct ? "    acc += tl.load(b_ptr + co, mask=mask, other=0.0)"
-                                  : "    acc += tl.load(b_ptr + co, mask=n_ok, other=0.0)[None, :]")
-                        : "";
-  std::vector<std::string> args = tensors(g, n);
+  Epilogue e = make_epilogue(
+      g, G, n.out, skills, "triton",
+      direct ? EpilogueSite{"acc", "offs", "mask"} : EpilogueSite{"acc", "y_off", "y_mask"});
+  std::vector<std::string> lines;
+  if (c.bias)
+    lines.push_back(direct ? "acc += tl.load(b_ptr + co, mask=mask, other=0.0)"
+                           : "acc += tl.load(b_ptr + co, mask=n_ok, other=0.0)[None, :]");
+  lines.insert(lines.end(), e.lines.begin(), e.lines.end());
+  ctx["epilogue"] = lines_at(lines, 4);
+  std::string extra;
+  for (const auto& prm : e.params) extra += prm + ", ";
+  ctx["extra"] = extra;
+  std::vector<std::string> args = tensors(g, n, e);
   std::string joined;
   for (const auto& a : args) joined += a + ", ";
   ctx["args"] = joined;
@@ -117,14 +139,15 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   const char* form = direct ? "direct" : "gemm";
   std::string device = render_skill(skills, "triton", "conv", "prelude", json::object()) +
                        "\n\n\n" + render_skill(skills, "triton", "conv", form, ctx) + "\n";
-  std::vector<std::string> lines = {alloc(g, n)};
+  lines = allocs(g, n, e);
   for (auto& l :
        split_lines(render_skill(skills, "triton", "conv", fmt::format("launch_{}", form), ctx)))
     lines.push_back(std::move(l));
   return {device, lines};
 }
 
-KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
+                const KernelGroup* G) {
   const Conv& c = n.conv;
   const std::string name = fmt::format("ok_conv_{}", index);
   json ctx = shape_context(c, name);
@@ -134,15 +157,17 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
   // Input channels whose weights (TCO channels x taps) are staged at once: at most 32 KiB.
   ctx["CHUNK"] = std::to_string(
       std::clamp<int64_t>(8192 / std::max<int64_t>(1, c.taps() * tco), 1, c.cin_g()));
-  ctx["epilogue"] = cpp_epilogue(c, 6);
+  Epilogue e = cpp_epilogue(g, n, G, skills, "cuda",
+                            "((n * COUT + co) * OD + od) * OH * OW + oh * OW + ow", 6, ctx);
   ctx["launcher"] = fmt::format("ok_launch_conv_{}", index);
   ctx["grid_x"] = std::to_string((c.batch * c.out_pixels() + threads - 1) / threads);
   ctx["grid_y"] = std::to_string(c.groups * ((c.cout_g() + tco - 1) / tco));
   std::string code = render_skill(skills, "cuda", "conv", "kernel", ctx) + "\n" +
                      render_skill(skills, "cuda", "conv", "launcher", ctx) + "\n";
-  return {code,
-          {alloc(g, n), fmt::format("_ok_check(_ok_lib.ok_launch_conv_{}({}, _ok_stream()))", index,
-                                    pointers(g, n))}};
+  std::vector<std::string> launch = allocs(g, n, e);
+  launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_conv_{}({}, _ok_stream()))", index,
+                               pointers(g, n, e)));
+  return {code, launch};
 }
 
 bool cpu_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
@@ -225,10 +250,10 @@ std::string describe_conv(const Conv& c) {
 }
 
 KernelCode emit_conv(const Graph& g, const Node& n, int index, const std::string& backend,
-                     const Skills& skills, const json& params) {
-  if (backend == "cpu") return cpu(g, n, index, skills, params);
-  if (backend == "triton") return triton(g, n, index, skills, params);
-  return cuda(g, n, index, skills, params);
+                     const Skills& skills, const json& params, const KernelGroup* epilogue) {
+  if (backend == "cpu") return cpu(g, n, index, skills, params, epilogue);
+  if (backend == "triton") return triton(g, n, index, skills, params, epilogue);
+  return cuda(g, n, index, skills, params, epilogue);
 }
 
 }  // namespace ok::generate

@@ -1,6 +1,8 @@
 // GEMM kernels for the three backends, from the gemm skills
 // (data/skills/{cpu,triton,cuda}_gemm.json): one kernel per Gemm node, its shapes, strides and kept
-// triangle baked in as constants; the forward lines allocate the output and launch it.
+// triangle baked in as constants; the forward lines allocate the output and launch it. A fused
+// pointwise tail runs in each template's epilogue slot on the accumulated value
+// (emit_epilogue.cpp).
 #include <fmt/format.h>
 
 #include "generate/emit.hpp"
@@ -56,18 +58,30 @@ void add_triangle(json& ctx, const Gemm& gm, const std::string& outside_expr,
   }
 }
 
-std::string alloc(const Graph& g, const Node& n, const std::string& how) {
-  return fmt::format("{} = _ok_torch.{}({}, device={}.device, dtype=_ok_torch.float32)",
-                     py_name(g, n.out), how, shape_str(g.values[n.out].shape),
-                     py_name(g, n.args[0].value));
+// forward's allocations: the value the kernel stores and the epilogue's other outputs.
+std::vector<std::string> allocs(const Graph& g, const Node& n, const Epilogue& e) {
+  return e.allocations(g, py_name(g, n.args[0].value) + ".device", true);
 }
 
-std::string pointers(const Graph& g, const Node& n) {
-  return fmt::format("_ok_ptr({}), _ok_ptr({}), _ok_ptr({})", py_name(g, n.args[0].value),
-                     py_name(g, n.args[1].value), py_name(g, n.out));
+std::string pointers(const Graph& g, const Node& n, const Epilogue& e) {
+  return fmt::format("_ok_ptr({}), _ok_ptr({}), _ok_ptr({}){}", py_name(g, n.args[0].value),
+                     py_name(g, n.args[1].value), py_name(g, e.stored), e.arguments(g, true));
 }
 
-KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+// The C++ and CUDA templates' epilogue slots, on `v` at flat index `index`.
+Epilogue cpp_epilogue(const Graph& g, const Node& n, const KernelGroup* G, const Skills& skills,
+                      const std::string& lang, const std::string& index, json& ctx) {
+  Epilogue e = make_epilogue(g, G, n.out, skills, lang, {"v", index, ""});
+  ctx["extra"] = e.signature();
+  std::string call;
+  for (const auto& name : e.names) call += ", " + name;
+  ctx["extra_names"] = call;
+  ctx["epilogue"] = lines_at(e.lines, 8);
+  return e;
+}
+
+KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
+               const KernelGroup* G) {
   const Gemm& gm = n.gemm;
   const std::string name = fmt::format("ok_gemm_{}", index);
   json ctx = shape_context(gm, name);
@@ -79,11 +93,14 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
   ctx["ki"] = order == "ki";
   add_triangle(ctx, gm, outside(gm, "i0", "i0 + im - 1", "j0", "j0 + jn - 1"),
                keep(gm, "i0 + i", "j0 + j"), false);
-  return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n",
-          {alloc(g, n, "empty"), fmt::format("_ok_lib.{}({})", name, pointers(g, n))}};
+  Epilogue e = cpp_epilogue(g, n, G, skills, "cpp", "bi * M * N + (i0 + i) * N + j0 + j", ctx);
+  std::vector<std::string> launch = allocs(g, n, e);
+  launch.push_back(fmt::format("_ok_lib.{}({})", name, pointers(g, n, e)));
+  return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n", launch};
 }
 
-KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
+                  const KernelGroup* G) {
   const Gemm& gm = n.gemm;
   const std::string name = fmt::format("_ok_gemm_{}", index);
   json ctx = shape_context(gm, name);
@@ -101,19 +118,34 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
                        "pid_n * BLOCK_N + BLOCK_N - 1"),
                keep(gm, "offs_cm[:, None]", "offs_cn[None, :]"), true);
   ctx["tiles"] = std::to_string(((gm.m + bm - 1) / bm) * ((gm.n + bn - 1) / bn));
-  ctx["out"] = py_name(g, n.out);
+  if (split && G) throw EmitError{"split-K cannot run an epilogue (its partial sums are added)"};
+  Epilogue e = make_epilogue(
+      g, G, n.out, skills, "triton",
+      {"acc", fmt::format("bid * {} + offs_cm[:, None] * {} + offs_cn[None, :]", gm.m * gm.n, gm.n),
+       "c_mask"});
+  std::string extra, extra_args;
+  for (const auto& prm : e.params) extra += prm + ", ";
+  for (int v : e.inputs) extra_args += py_name(g, v) + ", ";
+  for (int v : e.outputs) extra_args += py_name(g, v) + ", ";
+  ctx["extra"] = extra;
+  ctx["extra_args"] = extra_args;
+  ctx["epilogue"] = lines_at(e.lines, 4);
+  ctx["out"] = py_name(g, e.stored);
   ctx["a"] = py_name(g, n.args[0].value);
   ctx["b"] = py_name(g, n.args[1].value);
   ctx["alloc"] = split ? "zeros" : "empty";
-  ctx["shape"] = shape_str(g.values[n.out].shape);
+  ctx["shape"] = shape_str(g.values[e.stored].shape);
   ctx["device"] = py_name(g, n.args[0].value) + ".device";
   std::string device = render_skill(skills, "triton", "gemm", "prelude", json::object()) +
                        "\n\n\n" + render_skill(skills, "triton", "gemm", "kernel", ctx) + "\n";
-  std::string launch = render_skill(skills, "triton", "gemm", "launch", ctx);
-  return {device, split_lines(launch)};
+  std::vector<std::string> launch = e.allocations(g, ctx["device"].get<std::string>(), false);
+  for (auto& l : split_lines(render_skill(skills, "triton", "gemm", "launch", ctx)))
+    launch.push_back(std::move(l));
+  return {device, launch};
 }
 
-KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, const json& p) {
+KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
+                const KernelGroup* G) {
   const Gemm& gm = n.gemm;
   const std::string name = fmt::format("ok_gemm_{}", index);
   json ctx = shape_context(gm, name);
@@ -128,21 +160,22 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
   ctx["launcher"] = fmt::format("ok_launch_gemm_{}", index);
   ctx["tiles_m"] = std::to_string((gm.m + bm - 1) / bm);
   ctx["tiles_n"] = std::to_string((gm.n + bn - 1) / bn);
+  Epilogue e = cpp_epilogue(g, n, G, skills, "cuda", "bi * M * N + i * N + j", ctx);
   std::string code = render_skill(skills, "cuda", "gemm", "kernel", ctx) + "\n" +
                      render_skill(skills, "cuda", "gemm", "launcher", ctx) + "\n";
-  return {
-      code,
-      {alloc(g, n, "empty"), fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}, _ok_stream()))",
-                                         index, pointers(g, n))}};
+  std::vector<std::string> launch = allocs(g, n, e);
+  launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}, _ok_stream()))", index,
+                               pointers(g, n, e)));
+  return {code, launch};
 }
 
 }  // namespace
 
 KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string& backend,
-                     const Skills& skills, const json& params) {
-  if (backend == "cpu") return cpu(g, n, index, skills, params);
-  if (backend == "triton") return triton(g, n, index, skills, params);
-  return cuda(g, n, index, skills, params);
+                     const Skills& skills, const json& params, const KernelGroup* epilogue) {
+  if (backend == "cpu") return cpu(g, n, index, skills, params, epilogue);
+  if (backend == "triton") return triton(g, n, index, skills, params, epilogue);
+  return cuda(g, n, index, skills, params, epilogue);
 }
 
 }  // namespace ok::generate

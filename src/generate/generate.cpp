@@ -26,9 +26,10 @@ struct Features {
   int64_t inner = 1;  // inner extent of that row group
   int64_t outer = 1;
   bool transcendental = false;
-  Gemm gemm;           // the largest matrix product
-  Conv conv;           // the largest convolution
-  WindowShape window;  // the largest window step (kind empty: none)
+  Gemm gemm;              // the largest matrix product
+  bool epilogue = false;  // some product runs a fused pointwise tail (no split-K then)
+  Conv conv;              // the largest convolution
+  WindowShape window;     // the largest window step (kind empty: none)
 };
 
 int64_t cdiv(int64_t a, int64_t b) {
@@ -37,7 +38,7 @@ int64_t cdiv(int64_t a, int64_t b) {
 
 // The gemm skills' admissible points and their prior: tiles no larger than the matrix rounded up,
 // what fits shared memory and registers, split-K only for long K over few tiles.
-bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, double& score) {
+bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogue, double& score) {
   auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
   const bool triangle = gm.triangle != Triangle::kNone;
   if (s.backend == "cpu") {
@@ -55,7 +56,7 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, double& scor
     if (bm * bn / (32 * at("num_warps")) > 256) return false;              // accumulator registers
     if (cdiv(gm.m, bm) == 1 && p.at("GROUP_M") != s.params["GROUP_M"][0]) return false;
     const int64_t tiles = cdiv(gm.m, bm) * cdiv(gm.n, bn) * gm.batch;
-    if (sk > 1 && (gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
+    if (sk > 1 && (epilogue || gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
     double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
     score += 2 * log2_distance(sk, ideal_split);
     score += log2_distance(at("num_warps"), std::clamp(bm * bn / 2048.0, 2.0, 8.0));
@@ -100,7 +101,7 @@ int axis_rank(const json& axes, const json& p) {
 // Drops points that cannot apply to these shapes; adjusts the prior of the rest (lower = better).
 bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
-  if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, score);
+  if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, f.epilogue, score);
   if (s.pattern == "conv") return conv_admissible(s, p, f.conv, score);
   if (s.pattern == "window") return window_admissible(s, p, f.window, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
@@ -298,6 +299,10 @@ std::string kernel_library(const Skills& skills, const std::string& backend,
          render_skill(skills, "triton", "pointwise", "prelude", json::object()) + "\n\n" + device;
 }
 
+const KernelGroup* epilogue_of(const Plan& plan, const Step& step) {
+  return step.epilogue >= 0 ? &plan.groups[step.epilogue] : nullptr;
+}
+
 std::string assemble(const Graph& g, const Plan& plan, const std::string& backend,
                      const std::string& reference, const Skills& skills, const json& kparams,
                      const std::string& head) {
@@ -338,12 +343,12 @@ std::string assemble(const Graph& g, const Plan& plan, const std::string& backen
       fwd.push_back(fmt::format("{} = {}.contiguous()", py_name(g, n.out), call));
     } else if (step.kind == StepKind::kGemm) {
       KernelCode code = emit_gemm(g, g.nodes[step.node], step.node, backend, skills,
-                                  kparams.value("gemm", json::object()));
+                                  kparams.value("gemm", json::object()), epilogue_of(plan, step));
       device += code.device + "\n";
       for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kConv) {
       KernelCode code = emit_conv(g, g.nodes[step.node], step.node, backend, skills,
-                                  kparams.value("conv", json::object()));
+                                  kparams.value("conv", json::object()), epilogue_of(plan, step));
       device += code.device + "\n";
       for (auto& l : code.launch) fwd.push_back(std::move(l));
     } else if (step.kind == StepKind::kWindow) {
@@ -429,6 +434,7 @@ KindFeatures plan_features(const Graph& g, const Plan& plan) {
       any_conv = true;
     }
     if (step.kind != StepKind::kGemm) continue;
+    gf.epilogue |= step.epilogue >= 0;
     const Gemm& gm = g.nodes[step.node].gemm;
     if (!any_gemm ||
         gm.batch * gm.m * gm.n * gm.k > gf.gemm.batch * gf.gemm.m * gf.gemm.n * gf.gemm.k)
@@ -436,6 +442,7 @@ KindFeatures plan_features(const Graph& g, const Plan& plan) {
     any_gemm = true;
   }
   for (const auto& G : plan.groups) {
+    if (G.fused_into >= 0) continue;  // in a product's epilogue: no kernel of its own
     if (G.row) {
       any_row = true;
       if (G.red * G.outer * G.inner >= rf.red * rf.outer * rf.inner) {
@@ -457,12 +464,16 @@ std::string describe_plan(const Graph& g, const Plan& plan, const std::string& b
   std::string desc = fmt::format("{} on {}: ", plan.pattern, backend);
   int k = 0;
   for (const auto& step : plan.steps) {
+    const std::string tail = step.epilogue >= 0
+                                 ? fmt::format(" with its pointwise tail ({} ops) in the epilogue",
+                                               plan.groups[step.epilogue].nodes.size())
+                                 : "";
     if (step.kind == StepKind::kGemm) {
-      desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm);
+      desc += (k++ ? "; " : "") + describe_gemm(g.nodes[step.node].gemm) + tail;
       continue;
     }
     if (step.kind == StepKind::kConv) {
-      desc += (k++ ? "; " : "") + describe_conv(g.nodes[step.node].conv);
+      desc += (k++ ? "; " : "") + describe_conv(g.nodes[step.node].conv) + tail;
       continue;
     }
     if (step.kind == StepKind::kWindow) {

@@ -230,6 +230,12 @@ Operand Lowerer::operand(const json& a, const std::string& where) {
   throw Unsupported{fmt::format("{}: argument {} is not a tensor or a number", where, a.dump())};
 }
 
+std::optional<Operand> Lowerer::attr(const std::string& path) const {
+  auto it = attrs_.find(path);
+  if (it == attrs_.end()) return std::nullopt;
+  return Operand::tensor(it->second);
+}
+
 Operand Lowerer::tensor_arg(const IrNode& n, size_t i) {
   if (!n.json.contains("args") || n.json["args"].size() <= i)
     throw Malformed{fmt::format("node {} ({}) lacks argument {}", n.name, n.op, i)};

@@ -200,6 +200,52 @@ int lower_matmul(Lowerer& l, const IrNode& n) {
   return l.add_node(std::move(node), n.name, n.shape);
 }
 
+int lower_linear(Lowerer& l, const IrNode& n) {
+  Operand x = l.tensor_arg(n, 0);
+  std::optional<Operand> w, b;
+  if (n.op == "module") {
+    const std::string target = n.json["kwargs"].value("target", "");
+    w = l.attr(target + ".weight");
+    b = l.attr(target + ".bias");
+    if (!w)
+      throw Unsupported{
+          fmt::format("node {}: the Linear module {} has no weight attr", n.name, target)};
+  } else {
+    w = l.tensor_arg(n, 1);
+    const auto& args = n.json["args"];
+    if (args.size() > 2 && !(args[2].is_object() && args[2].contains("value")))
+      b = l.tensor_arg(n, 2);
+  }
+  l.check_dtype(*w, n.name);
+  const Shape xs = l.shape_of(x), ws = l.shape_of(*w);
+  if (xs.empty() || ws.size() != 2 || ws[1] != xs.back())
+    throw Unsupported{
+        fmt::format("node {}: linear of {} by a weight {}", n.name, shape_str(xs), shape_str(ws))};
+  if (b) {
+    l.check_dtype(*b, n.name);
+    if (l.shape_of(*b) != Shape{ws[0]})
+      throw Unsupported{fmt::format("node {}: linear bias of shape {} for {} outputs", n.name,
+                                    shape_str(l.shape_of(*b)), ws[0])};
+  }
+  const int64_t k = xs.back(), rows = numel(xs) / std::max<int64_t>(k, 1);
+  Operand a =
+      xs.size() == 2 ? x : Operand::tensor(l.view(x, Shape{rows, k}, n.name + "_rows", n.op));
+  Gemm gm;
+  gm.m = rows;
+  gm.n = ws[0];
+  gm.k = k;
+  gm.trans_b = true;
+  Node node;
+  node.kind = NodeKind::kGemm;
+  node.op = "gemm";
+  node.args = {a, *w};
+  node.origin = "linear";
+  node.gemm = gm;
+  int y = l.add_node(std::move(node), b ? n.name + "_mm" : n.name, Shape{rows, ws[0]});
+  if (b) y = l.ew("add", {Operand::tensor(y), *b}, n.name, "linear");
+  return shaped(l, y, n);
+}
+
 int lower_triangle(Lowerer& l, const IrNode& n) {
   Operand x = l.tensor_arg(n, 0);
   const Node* p = producer(l, x);

@@ -164,6 +164,11 @@ int lower_view(Lowerer& l, const IrNode& n) {
 
 // Kept as the PyTorch call: every argument as is, {"value": null} as None.
 int lower_vendor(Lowerer& l, const IrNode& n) {
+  // nn.Linear with its weight among the attrs (a hand-written IR may lack it: a PyTorch call).
+  const bool linear_module = n.op == "module" && n.json.contains("kwargs") &&
+                             n.json["kwargs"].value("type", "") == "Linear" &&
+                             l.attr(n.json["kwargs"].value("target", "") + ".weight").has_value();
+  if (n.op == "linear" || linear_module) return lower_linear(l, n);
   Node v;
   v.kind = NodeKind::kVendor;
   v.op = n.op;

@@ -58,6 +58,8 @@ class Lowerer {
 
   // -- reading the IR ---------------------------------------------------------------------------
   Operand operand(const nlohmann::json& a, const std::string& where);
+  // The attr (parameter or buffer) of that dotted path, or nullopt when the IR lists none.
+  std::optional<Operand> attr(const std::string& path) const;
   // Argument i as a float32 tensor; a scalar there is Unsupported.
   Operand tensor_arg(const IrNode& n, size_t i);
   // A kwarg, else the positional arg at `pos` (kKeywordOnly: none); nullopt when absent or None.
@@ -104,6 +106,9 @@ Lowering find_lowering(const std::string& family);
 
 // Families lowered by lower_matmul.cpp: matmul, permute, diag, triangle.
 int lower_matmul(Lowerer& l, const IrNode& n);
+// nn.Linear (a `module` node of type Linear) and F.linear: x @ W^T as a Gemm with B transposed,
+// then the bias added (a pointwise node, which the planner fuses into the product's epilogue).
+int lower_linear(Lowerer& l, const IrNode& n);
 int lower_permute(Lowerer& l, const IrNode& n);
 int lower_diag(Lowerer& l, const IrNode& n);
 int lower_triangle(Lowerer& l, const IrNode& n);

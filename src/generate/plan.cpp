@@ -250,6 +250,7 @@ class Planner {
       levels(G);
       G.pattern = pattern_of(G);
     }
+    fuse_epilogues();
     std::vector<std::string> parts;
     for (const auto& s : plan_.steps) {
       std::string p = s.kind == StepKind::kVendor   ? "vendor"
@@ -258,11 +259,76 @@ class Planner {
                       : s.kind == StepKind::kConv   ? conv_pattern(g_.nodes[s.node].conv)
                       : s.kind == StepKind::kWindow ? window_pattern(g_.nodes[s.node])
                                                     : "";
+      if (s.epilogue >= 0) p += ":epilogue";
       if (p.empty() || (!parts.empty() && parts.back() == p)) continue;
       parts.push_back(p);
     }
     if (parts.empty()) parts.push_back("view");
     for (size_t i = 0; i < parts.size(); ++i) plan_.pattern += (i ? "+" : "") + parts[i];
+  }
+
+  // The level-2 rule: a pointwise group right after a GEMM or convolution step runs in that
+  // kernel's epilogue when (1) the product has no kept triangle, (2) its output is read by this
+  // group alone (not by a later step, not the graph's output: otherwise it must be stored),
+  // element for element (every reader's shape is the output's, up to leading ones, and the group
+  // has its element count), and (3) the group's other leaves are float32 and exist before the
+  // product runs (inputs, attrs, earlier steps' values).
+  void fuse_epilogues() {
+    std::vector<Step> kept;
+    for (const Step& s : plan_.steps) {
+      // The product step before this one, past the views between them (of other values: a view
+      // of the product would be a second reader); those views then move before the product.
+      size_t at = kept.size();
+      while (at > 0 && kept[at - 1].kind == StepKind::kView) --at;
+      if (s.kind == StepKind::kKernel && at > 0 && fusible(kept[at - 1], s.group)) {
+        Step product = kept[at - 1];
+        product.epilogue = s.group;
+        plan_.groups[s.group].fused_into = product.node;
+        kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(at) - 1);
+        kept.push_back(product);
+        continue;
+      }
+      kept.push_back(s);
+    }
+    plan_.steps = std::move(kept);
+  }
+
+  // Whether value v exists before node `before` runs: not computed, computed earlier, or a view of
+  // such a value.
+  bool available_before(int v, int before) const {
+    const Value& val = g_.values[v];
+    if (val.kind != ValueKind::kNode || val.producer < before) return true;
+    const Node& p = g_.nodes[val.producer];
+    return p.kind == NodeKind::kView && p.args[0].value >= 0 &&
+           available_before(p.args[0].value, before);
+  }
+
+  bool fusible(const Step& prev, int gi) const {
+    if ((prev.kind != StepKind::kGemm && prev.kind != StepKind::kConv) || prev.epilogue >= 0)
+      return false;
+    const Node& p = g_.nodes[prev.node];
+    if (prev.kind == StepKind::kGemm && p.gemm.triangle != Triangle::kNone) return false;
+    const KernelGroup& G = plan_.groups[gi];
+    const int c = p.out;
+    const Shape cs = strip_leading_ones(g_.values[c].shape);
+    if (G.row || G.outputs.empty() || c == g_.output || G.full != numel(g_.values[c].shape))
+      return false;
+    if (std::find(G.leaves.begin(), G.leaves.end(), c) == G.leaves.end()) return false;
+    for (int v : G.leaves) {
+      if (v == c) continue;
+      const Value& val = g_.values[v];
+      if (val.dtype != "float32" || !available_before(v, prev.node)) return false;
+    }
+    for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
+      if (!live_[ni]) continue;
+      const Node& n = g_.nodes[ni];
+      for (const auto& a : n.args) {
+        if (a.value != c) continue;
+        if (!G.produces(n.out)) return false;  // read elsewhere: it must be stored
+        if (strip_leading_ones(g_.values[n.out].shape) != cs) return false;
+      }
+    }
+    return true;
   }
 
   void levels(KernelGroup& G) {

@@ -9,6 +9,8 @@
 // element of the view; kPerRow: one per (outer, inner) pair), and one pass per reduction level
 // plus a final write pass. Nodes are taken in order and added to the open group while they fit;
 // otherwise the group is closed (its values used later are materialised) and a new one opens.
+// A pointwise group that directly follows a GEMM or convolution step and reads its output
+// element for element, where nothing else reads that output, is fused into that step's epilogue.
 // Plain values; built by plan(), read-only afterwards.
 #pragma once
 
@@ -37,6 +39,9 @@ struct KernelGroup {
   int passes = 0;
   std::string pattern;  // pointwise | row:<ops> | reduce:<ops>
   bool has_transcendental = false;
+  // A pointwise group computed in the epilogue of this GEMM or convolution node (no kernel of
+  // its own; see fuse_epilogues in plan.cpp), or -1.
+  int fused_into = -1;
   bool produces(int v) const { return cls.contains(v); }
 };
 
@@ -46,6 +51,9 @@ struct Step {
   StepKind kind = StepKind::kKernel;
   int node = -1;   // vendor/view/gemm/conv/window
   int group = -1;  // kernel
+  // gemm/conv: the pointwise group its kernel's epilogue computes on each accumulated value
+  // before the store (the product's own output is then never stored), or -1.
+  int epilogue = -1;
 };
 
 struct Plan {

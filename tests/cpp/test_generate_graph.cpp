@@ -53,6 +53,8 @@ json minimal(const std::string& family, const std::string& op) {
     return one_node(op, {x, {{"value", nullptr}}, {{"value", nullptr}}},
                     {{"normalized_shape", {8}}, {"eps", 1e-5}}, {4, 8});
   if (family == "view") return one_node(op, {x}, {{"shape", {32}}}, {32});
+  // F.linear(x, weight): a [4, 8] x [8] product by x itself as a [4 outputs, 8] weight.
+  if (op == "linear") return one_node(op, {x, x}, json::object(), {4, 4});
   if (family == "vendor") return one_node(op, {x}, {{"target", "m"}}, {4, 8});
   if (family == "permute") return one_node(op, {x}, {{"dims", {1, 0}}}, {8, 4});
   if (family == "diag") {
@@ -192,12 +194,52 @@ TEST(GenerateGraph, CompoundOpsBecomePrimitives) {
 
 TEST(GenerateGraph, VendorNoneArgumentIsANamedOperand) {
   const json x = {{"input", "x"}};
-  Graph g =
-      must_lower(one_node("linear", {x, x, {{"value", nullptr}}}, json::object(), {4, 8})).graph;
+  Graph g = must_lower(one_node("module", {x, x, {{"value", nullptr}}},
+                                {{"target", "m"}, {"type", "Bilinear"}}, {4, 8}))
+                .graph;
   ASSERT_EQ(g.nodes[0].args.size(), 3u);
   EXPECT_TRUE(g.nodes[0].args[2].is_none());
   EXPECT_TRUE(g.nodes[0].args[2].is_scalar());  // not a tensor
   EXPECT_FALSE(g.nodes[0].args[0].is_none());
+}
+
+TEST(GenerateGraph, LinearIsAProductByTheTransposedWeightThenItsBias) {
+  const json x = {{"input", "x"}};
+  // F.linear(x, x, None): x [4, 8] times x^T, no bias.
+  Graph g =
+      must_lower(one_node("linear", {x, x, {{"value", nullptr}}}, json::object(), {4, 4})).graph;
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].kind, ok::generate::NodeKind::kGemm);
+  EXPECT_TRUE(g.nodes[0].gemm.trans_b);
+  EXPECT_EQ(g.nodes[0].gemm.m, 4);
+  EXPECT_EQ(g.nodes[0].gemm.n, 4);
+  EXPECT_EQ(g.nodes[0].gemm.k, 8);
+  // nn.Linear over [2, 3, 8] with its attrs: rows folded, the bias added, the IR's shape back.
+  json ir = {
+      {"traceable", true},
+      {"inputs", {{{"name", "x"}, {"index", 0}, {"shape", {2, 3, 8}}, {"dtype", "float32"}}}},
+      {"attrs",
+       {{{"name", "lin.weight"}, {"shape", {5, 8}}, {"dtype", "float32"}, {"kind", "parameter"}},
+        {{"name", "lin.bias"}, {"shape", {5}}, {"dtype", "float32"}, {"kind", "parameter"}}}},
+      {"nodes",
+       {{{"name", "y"},
+         {"op", "module"},
+         {"args", {x}},
+         {"kwargs", {{"target", "lin"}, {"type", "Linear"}}},
+         {"shape", {2, 3, 5}},
+         {"dtype", "float32"}}}},
+      {"outputs", {{{"node", "y"}}}},
+      {"module_types", {{"lin", "Linear"}}}};
+  g = must_lower(ir).graph;
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"reshape", "gemm", "add", "reshape"}));
+  EXPECT_EQ(g.values[g.output].shape, (ok::generate::Shape{2, 3, 5}));
+  // Without its weight among the attrs (a hand-written IR) the module stays a PyTorch call.
+  ir["attrs"] = json::array();
+  g = must_lower(ir).graph;
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].kind, ok::generate::NodeKind::kVendor);
 }
 
 TEST(GenerateGraph, OperandConstructors) {
