@@ -37,7 +37,7 @@ for f in sorted(os.listdir(src)):
 PY
 )
 printf 'problem\tsupported\tpattern\tkernels\tvendor_calls\treason\n'
-for ref in $(ls "$kb/level$level"/*.py | sort -t/ -k1,1 -V); do
+for ref in $(ls "$kb/level$level"/*.py | sort -V); do
   name="$(basename "$ref" .py)"
   dir="$out/$name"
   mkdir -p "$dir"

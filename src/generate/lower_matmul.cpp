@@ -55,9 +55,14 @@ Shape with(Shape batch, std::initializer_list<int64_t> tail) {
   return batch;
 }
 
-// The IR's output shape from `v` (same element count): a reshape view when they differ.
+// The IR's output shape from `v` (same element count, else the IR is malformed): a reshape view
+// when they differ.
 int shaped(Lowerer& l, int v, const IrNode& n) {
-  if (l.shape_of(Operand::tensor(v)) == n.shape) return v;
+  const Shape have = l.shape_of(Operand::tensor(v));
+  if (have == n.shape) return v;
+  if (numel(have) != numel(n.shape))
+    throw Malformed{fmt::format("node {}: its {} elements do not fill its shape {}", n.name,
+                                numel(have), shape_str(n.shape))};
   l.rename(v, n.name + "_flat");
   return l.view(Operand::tensor(v), n.shape, n.name, n.op);
 }

@@ -145,8 +145,10 @@ TEST(GenerateEpilogue, SplitKIsNotOfferedToAProductWithAnEpilogue) {
   ir["inputs"][0]["shape"] = {4, 8192};
   for (auto& a : ir["attrs"])
     if (a["name"] == "gemm.weight") a["shape"] = {24, 8192};
+  for (auto& n : ir["nodes"]) n["shape"] = {4, 24};  // every node's output: [rows, 24]
   Proposal p = must(ir, "triton", 0, 0);
   ASSERT_TRUE(p.supported) << p.reason;
+  EXPECT_NE(p.pattern.find("gemm:epilogue"), std::string::npos) << p.pattern;
   ASSERT_FALSE(p.candidates.empty());
   EXPECT_FALSE(has_split(p));
 }

@@ -2,7 +2,7 @@
 // optimize"): it adds to the best attempt's summary only its profile (the times' standard errors
 // and the integrity flags the report and the sweep's TSV read stand), it reaches the evaluation
 // row's result JSON, and it runs only after a search that ran its course with device time left
-// (not after a worker error, nor past --budget-device or --budget-wall). The loop runs for real
+// (not after a worker error, nor past --budget-device-s or --budget-wall-s). The loop runs for real
 // against a fake worker (a Python script speaking the worker protocol) that answers evaluations
 // correct, fails the evaluation requests named in `fail_evaluations` and logs each profile
 // request.
