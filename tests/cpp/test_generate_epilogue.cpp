@@ -153,6 +153,19 @@ TEST(GenerateEpilogue, SplitKIsNotOfferedToAProductWithAnEpilogue) {
   EXPECT_FALSE(has_split(p));
 }
 
+TEST(GenerateEpilogue, AProductThatDoesNotFillItsShapeIsMalformed) {
+  // A Linear over [4, 40] gives 96 values; an IR shape of [3, 24] (72) must not be reshaped into.
+  json ir = fixture("epi_gemm_mul_leaky");
+  ir["inputs"][0]["shape"] = {4, 40};
+  auto skills = ok::generate::load_skills(kSkills);
+  ASSERT_TRUE(skills.has_value());
+  auto bad = ok::generate::lower(ir, *skills);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("its 96 elements do not fill its shape (3, 24)"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 TEST(GenerateEpilogue, TritonSourcesParseAndCudaSourcesCompile) {
   const fs::path dir = fs::temp_directory_path() / ("ok_epi_" + std::to_string(::getpid()));
   fs::create_directories(dir);
