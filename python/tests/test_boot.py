@@ -1,0 +1,131 @@
+"""The worker's start (boot.py): with the evaluate request announced in OPENKERNEL_WORKER_EXPECT a
+real worker starts the candidate process before its first request (before it imports torch),
+hands it to that evaluation only ("boot"), and reports its own start-up timeline once; a wrong or
+malformed announcement costs nothing but the process, which is dropped."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from openkernel_worker import boot, watchdog
+from test_evaluate import CORRECT
+from test_watchdog import alive, wait_for_candidate
+
+PKG = str(Path(__file__).resolve().parents[1])
+# Honest, and fails if the announcement reached the candidate's environment.
+NO_ANNOUNCEMENT = "import os\nassert '" + boot.EXPECT_ENV + "' not in os.environ\n" + CORRECT
+
+
+def request(tmp_path: Path, rid: int, **fields: Any) -> dict[str, Any]:
+    from conftest import TINY_REFERENCE
+
+    ref = tmp_path / "reference.py"
+    ref.write_text(TINY_REFERENCE)
+    cand = tmp_path / "candidate.py"
+    cand.write_text(NO_ANNOUNCEMENT)
+    return {"id": rid, "op": "evaluate", "reference": str(ref), "candidate": str(cand),
+            "backend": "cpu", "trials": 2, "timing_budget_s": 0.2, "timeout_s": 120,
+            "threads": 1, "cache_dir": str(tmp_path / "cache"), **fields}
+
+
+def start_worker(announced: str | None) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=PKG, PYTHONDONTWRITEBYTECODE="1")
+    env.pop(watchdog.ENV, None)
+    env.pop(boot.EXPECT_ENV, None)
+    if announced is not None:
+        env[boot.EXPECT_ENV] = announced
+    w = subprocess.Popen([sys.executable, "-u", "-m", "openkernel_worker"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    return w
+
+
+def ask(w: subprocess.Popen[bytes], req: dict[str, Any]) -> dict[str, Any]:
+    assert w.stdin is not None and w.stdout is not None
+    w.stdin.write((json.dumps(req) + "\n").encode())
+    w.stdin.flush()
+    reply = json.loads(w.stdout.readline())
+    assert reply.get("ok"), reply
+    return reply["result"]
+
+
+def hello(w: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert w.stdout is not None
+    greeting = json.loads(w.stdout.readline())
+    assert greeting["type"] == "hello" and greeting["ok"]
+    return greeting
+
+
+def candidates_of(pid: int) -> list[int]:
+    return [p for p in watchdog.descendants(pid) if alive(p) and
+            b"openkernel_worker.candidate" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
+def finish(w: subprocess.Popen[bytes]) -> None:
+    assert w.stdin is not None
+    w.stdin.close()
+    assert w.wait(timeout=60) == 0
+
+
+def test_the_announced_evaluation_takes_the_process_started_at_boot(tmp_path: Path) -> None:
+    req = request(tmp_path, 1)
+    w = start_worker(json.dumps(req))
+    try:
+        # Started before the request (before the worker's greeting, which follows torch's import).
+        wait_for_candidate(w.pid)
+        hello(w)
+        first = ask(w, req)
+        assert first["verdict"] == "correct", first["reasons"]
+        assert first["candidate_process"] == "boot"
+        warm = first["process_warm_s"]
+        assert warm["spawned_before_s"] > 0  # its head start, reported beside its own steps
+        assert {"torch_import", "start_to_ready"} <= warm.keys()
+        steps = first["worker_start_s"]  # the worker's timeline, seconds since its exec
+        order = ["main", "candidate_spawned", "torch_imported", "hello_sent", "request"]
+        assert list(steps) == order
+        assert all(steps[a] <= steps[b] for a, b in zip(order, order[1:]))
+        # Used once: the same request again gets a new process, and no second timeline.
+        second = ask(w, {**req, "id": 2})
+        assert second["verdict"] == "correct"
+        assert second["candidate_process"] == "fresh"
+        assert "spawned_before_s" not in second["process_warm_s"]
+        assert second["worker_start_s"] is None
+        finish(w)
+    finally:
+        w.kill()
+
+
+def test_another_request_drops_the_boot_process(tmp_path: Path) -> None:
+    req = request(tmp_path, 1)
+    w = start_worker(json.dumps({**req, "trials": 3}))  # another launch key than the request's
+    try:
+        booted = wait_for_candidate(w.pid)
+        hello(w)
+        r = ask(w, req)
+        assert r["verdict"] == "correct", r["reasons"]
+        assert r["candidate_process"] == "fresh"
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in booted) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(p) for p in booted)  # killed, not kept for later
+        finish(w)
+    finally:
+        w.kill()
+
+
+def test_a_malformed_announcement_is_ignored(tmp_path: Path) -> None:
+    req = request(tmp_path, 1)
+    for announced in ("{not json", json.dumps({**req, "trials": "many"})):
+        w = start_worker(announced)
+        try:
+            hello(w)
+            assert candidates_of(w.pid) == []
+            r = ask(w, req)
+            assert r["verdict"] == "correct" and r["candidate_process"] == "fresh"
+            finish(w)
+        finally:
+            w.kill()
