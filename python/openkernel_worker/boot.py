@@ -87,3 +87,12 @@ def start_early() -> None:
         SPARE.clear()
     mark("candidate_spawned")
 
+
+def release() -> None:
+    """Drops the boot process if it is still waiting: a request other than the announced
+    evaluation came first, and what it runs (a baseline's timing, a bandwidth measurement) must
+    not meet that process's start-up."""
+    from .candidate_process import SPARE
+
+    if any(p.boot for p in SPARE.procs):
+        SPARE.clear()

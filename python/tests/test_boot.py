@@ -65,6 +65,13 @@ def candidates_of(pid: int) -> list[int]:
             b"openkernel_worker.candidate" in Path(f"/proc/{p}/cmdline").read_bytes()]
 
 
+def gone(pids: list[int], within_s: float = 10) -> bool:
+    deadline = time.monotonic() + within_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(alive(p) for p in pids)
+
+
 def finish(w: subprocess.Popen[bytes]) -> None:
     assert w.stdin is not None
     w.stdin.close()
@@ -108,10 +115,24 @@ def test_another_request_drops_the_boot_process(tmp_path: Path) -> None:
         r = ask(w, req)
         assert r["verdict"] == "correct", r["reasons"]
         assert r["candidate_process"] == "fresh"
-        deadline = time.monotonic() + 10
-        while any(alive(p) for p in booted) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(alive(p) for p in booted)  # killed, not kept for later
+        assert gone(booted)  # killed, not kept for later
+        finish(w)
+    finally:
+        w.kill()
+
+
+def test_another_request_first_drops_the_boot_process(tmp_path: Path) -> None:
+    """What another request runs (a baseline's timing, a bandwidth measurement) must not meet
+    the boot process's start-up, and the evaluation that comes later gets a process of its own."""
+    req = request(tmp_path, 2)
+    w = start_worker(json.dumps(req))
+    try:
+        booted = wait_for_candidate(w.pid)
+        hello(w)
+        assert ask(w, {"id": 1, "op": "inspect", "reference": req["reference"]})["flops"] > 0
+        assert gone(booted)
+        r = ask(w, req)
+        assert r["verdict"] == "correct" and r["candidate_process"] == "fresh"
         finish(w)
     finally:
         w.kill()
