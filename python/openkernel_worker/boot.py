@@ -66,14 +66,16 @@ def take_steps() -> dict[str, float] | None:
 def start_early() -> None:
     """Starts the candidate process for the announced request (EXPECT_ENV), if any, as a "boot"
     spare. The variable is removed from the environment first (candidate processes inherit
-    it). Any failure leaves nothing behind: the evaluation then starts its process as usual and
-    meets the problem itself."""
+    it). Not on a GPU whose sandbox shares the PID namespace (OPENKERNEL_SANDBOX_GPU_SHARE=pid,
+    not the default). Any failure leaves nothing behind: the evaluation then starts its process
+    as usual and meets the problem itself."""
     text = os.environ.pop(EXPECT_ENV, None)
     if not text:
         return
     from .candidate_process import SPARE
     from .options import (Options, announced_device, cache_root_of, candidate_env_of,
                           launch_key_of)
+    from .sandbox import gpu_shared
 
     try:
         req: Any = json.loads(text)
@@ -81,11 +83,14 @@ def start_early() -> None:
             return
         opts = Options.from_request(req)
         device = announced_device(opts.backend, opts.device)
+        if device.startswith("cuda") and "pid" in gpu_shared():
+            return  # the sandbox hides the worker's threads from /proc as they are when the
+            # process starts, and most of them (torch's, the watchdog's) start later
         key = launch_key_of(opts, device, sys.executable)
         SPARE.start_boot(key, device, opts, candidate_env_of(opts, cache_root_of(opts)))
+        mark("candidate_spawned")
     except Exception:  # noqa: BLE001 - an optimisation only: the request will say what is wrong
         SPARE.clear()
-    mark("candidate_spawned")
 
 
 def release() -> None:

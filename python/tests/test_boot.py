@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openkernel_worker import boot, watchdog
 from test_evaluate import CORRECT
 from test_watchdog import alive, wait_for_candidate
@@ -150,3 +152,24 @@ def test_a_malformed_announcement_is_ignored(tmp_path: Path) -> None:
             finish(w)
         finally:
             w.kill()
+
+
+def test_no_boot_process_where_the_gpu_sandbox_shares_the_pid_namespace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared-PID profile hides the worker's threads as they are when a process starts; at
+    the worker's start most are still to come, so no process is started then."""
+    from openkernel_worker.candidate_process import SPARE
+
+    req = json.dumps(request(tmp_path, 1, backend="cuda"))
+    try:
+        monkeypatch.setenv("OPENKERNEL_SANDBOX_GPU_SHARE", "ipc,pid")
+        monkeypatch.setenv(boot.EXPECT_ENV, req)
+        boot.start_early()
+        assert SPARE.procs == [] and boot.EXPECT_ENV not in os.environ
+        monkeypatch.setenv("OPENKERNEL_SANDBOX_GPU_SHARE", "ipc")  # the control
+        monkeypatch.setenv(boot.EXPECT_ENV, req)
+        boot.start_early()
+        assert [(p.boot, p.device) for p in SPARE.procs] == [(True, "cuda:0")]
+        assert boot.EXPECT_ENV not in os.environ
+    finally:
+        SPARE.clear()
