@@ -171,5 +171,9 @@ def test_no_boot_process_where_the_gpu_sandbox_shares_the_pid_namespace(
         boot.start_early()
         assert [(p.boot, p.device) for p in SPARE.procs] == [(True, "cuda:0")]
         assert boot.EXPECT_ENV not in os.environ
+        proc = SPARE.procs[0]
+        assert proc.gpu_in_flight()  # its device stage asked for at once, a stage of its own
+        proc.wait_device_stages(120)  # what the first measurement waits for (without a GPU
+        assert not proc.gpu_in_flight()  # here, the stage reports its failure)
     finally:
         SPARE.clear()
