@@ -23,6 +23,7 @@ STEPS is the worker's start-up timeline, in seconds since its process began: rep
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -66,11 +67,12 @@ def take_steps() -> dict[str, float] | None:
 def start_early() -> None:
     """Starts the candidate process for the announced request (EXPECT_ENV), if any, as a "boot"
     spare. The variable is removed from the environment first (candidate processes inherit
-    it). Not on a GPU whose sandbox shares the PID namespace (OPENKERNEL_SANDBOX_GPU_SHARE=pid,
-    not the default). Any failure leaves nothing behind: the evaluation then starts its process
+    it). Not from a Python without torch (the engine tries the next; its candidate process
+    could not start either), nor on a GPU whose sandbox shares the PID namespace
+    (OPENKERNEL_SANDBOX_GPU_SHARE=pid, not the default). Any failure leaves nothing behind: the evaluation then starts its process
     as usual and meets the problem itself."""
     text = os.environ.pop(EXPECT_ENV, None)
-    if not text:
+    if not text or importlib.util.find_spec("torch") is None:
         return
     from .candidate_process import SPARE
     from .options import (Options, announced_device, cache_root_of, candidate_env_of,

@@ -154,6 +154,27 @@ def test_a_malformed_announcement_is_ignored(tmp_path: Path) -> None:
             w.kill()
 
 
+def test_no_boot_process_from_a_python_without_torch(tmp_path: Path) -> None:
+    """The engine tries each Python until one imports torch; one without it starts nothing."""
+    env = dict(os.environ, PYTHONPATH=PKG, PYTHONDONTWRITEBYTECODE="1",
+               **{boot.EXPECT_ENV: json.dumps(request(tmp_path, 1))})
+    hide = ("import sys, importlib.machinery as m\n"
+            "class Hide(m.PathFinder):\n"
+            "    @classmethod\n"
+            "    def find_spec(cls, name, path=None, target=None):\n"
+            "        return None if name == 'torch' else super().find_spec(name, path, target)\n"
+            "sys.meta_path = [f for f in sys.meta_path if f is not m.PathFinder] + [Hide]\n")
+    spawned = ("from openkernel_worker import boot\n"
+               "boot.start_early()\n"
+               "from openkernel_worker.candidate_process import SPARE\n"
+               "print(len(SPARE.procs))\n")
+    for script, expected in ((hide + spawned, "0"), (spawned, "1")):  # the second: the control
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected
+
+
 def test_no_boot_process_where_the_gpu_sandbox_shares_the_pid_namespace(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shared-PID profile hides the worker's threads as they are when a process starts; at
