@@ -150,6 +150,9 @@ class CandidateState:
         self.device = req["device"]
         if req.get("extensions_dir"):  # per candidate source; read by torch at build time
             os.environ["TORCH_EXTENSIONS_DIR"] = str(req["extensions_dir"])
+        if req.get("cuda_arch_list"):  # this GPU's; here since the process may predate torch's
+            # import in the worker (boot.py)
+            os.environ["TORCH_CUDA_ARCH_LIST"] = str(req["cuda_arch_list"])
         if req.get("inline_build") and CandidateState.channel is not None:
             from . import inline_build  # load_inline builds through the worker's cache
 

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -83,6 +84,7 @@ class CandidateProcess:
         self._failed = ""  # why start-up failed, once known
         self._gpu_later = gpu_later
         self._profiler_anytime = profiler_anytime
+        self.boot = False  # started at the worker's start for an announced request (boot.py)
         self._send_warm(["cpu"] if self._gpu_later else ["cpu", "gpu", "profiler"])
 
     def _send_warm(self, stages: list[str]) -> None:
@@ -150,6 +152,24 @@ class CandidateProcess:
         if self._failed:
             return None, self._failed
         return {"ok": True}, ""
+
+    def wait_device_stages(self, timeout_s: float) -> None:
+        """Before a measurement by the worker: waits for the start-up stages asked for that may
+        not overlap one (SparePool.overlap: the CUDA context by default, the whole start-up under
+        "imports" and "none", nothing under "all"); stages not asked for yet stay so. A failure
+        is left for wait_warm to report."""
+        mode = SparePool.overlap(self.device)
+        if mode != "all" and self.gpu_in_flight():
+            self.wait_warm(timeout_s, device_only=mode == "context")
+
+    def warm_report(self, started_before: float | None) -> dict[str, float]:
+        """Its start-up, step by step (the process's own account, and start_to_ready), plus
+        `spawned_before_s` when it was started before an evaluation that began at
+        `started_before` (monotonic): the head start it had."""
+        out = dict(self.warm_seconds)
+        if started_before is not None:
+            out["spawned_before_s"] = round(max(0.0, started_before - self.spawned), 3)
+        return out
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -306,6 +326,17 @@ class CandidateProcess:
         self._log.close()
 
 
+def start_process(env: dict[str, str], opts: Options, device: str, gpu_later: bool = False,
+                  profiler_anytime: bool = False) -> CandidateProcess:
+    """A new candidate process in a new scratch directory (removed again if it cannot start)."""
+    scratch = tempfile.mkdtemp(prefix="openkernel-cand-")
+    try:
+        return CandidateProcess(scratch, env, opts, device, gpu_later, profiler_anytime)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
 DYING: list[subprocess.Popen[bytes]] = []  # killed candidate processes not yet reaped
 EARLY: list[CandidateProcess] = []  # started by Evaluation._launch_early, not yet
 # adopted (at most one)
@@ -390,6 +421,20 @@ class SparePool:
                 self.procs.append(start(mode in ("imports", "context"), mode == "context"))
             except Exception:  # noqa: BLE001
                 break
+
+    def start_boot(self, key: tuple[Any, ...], device: str, opts: Options,
+                   env: dict[str, str]) -> None:
+        """The one spare the worker starts for the request its start announced (boot.py), before
+        any request: nothing is measured yet, so its whole start-up is asked for at once, on a
+        CUDA device stage by stage (imports, device, profiler), so that the evaluation can wait
+        for the device stage alone before its first measurement."""
+        self.clear()
+        self.key = key
+        cuda = device.startswith("cuda")
+        proc = start_process(env, opts, device, gpu_later=cuda, profiler_anytime=cuda)
+        proc.boot = True
+        proc.start_gpu()
+        self.procs.append(proc)
 
     def open_window(self) -> None:
         """No measurement runs until quiesce(): spares whose imports are done start their device

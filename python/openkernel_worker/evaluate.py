@@ -20,19 +20,19 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 import time
 from random import Random
 from typing import Any, Iterator
 
-from . import (floor_counts, integrity, physical_floor, prebuild, profiling, refcache, roofline,
-               timing, verdicts)
+from . import (boot, floor_counts, integrity, physical_floor, prebuild, profiling, refcache,
+               roofline, timing, verdicts)
 from .candidate_process import (EARLY, MAX_BUILDS_PER_LOAD, SPARE, CandidateDied,
-                                CandidateProcess, CandidateTimeout, SparePool, discard)
+                                CandidateProcess, CandidateTimeout, SparePool, discard,
+                                start_process)
 from .compare import dtype_name, flatten
 from .options import (BACKENDS, CUDA_GRAPH_MODES, GRAPH_AUTO_US, REST_AUTO_US,
                       REST_MODES, BadInput, EnvironmentProblem, Options, Outcome, TimedBlock,
-                      cache_root_of, candidate_env_of, resolve_device)
+                      cache_root_of, candidate_env_of, launch_key_of, resolve_device)
 from .problem import (Reference, SourceDefect, build_reference, load_reference, make_inputs,
                       read_source)
 from .timing_series import EventSeries, GraphSeries, graph_wanted, rested_wanted
@@ -81,7 +81,9 @@ class Evaluation:
         self.cand: CandidateProcess | None = None
         self.scratch = ""
         self.phases: dict[str, float] = {}
-        self.process_start = "fresh"  # or "spare": a process started before this evaluation
+        self.process_start = "fresh"  # "spare": started before this evaluation; "boot": at the
+        # worker's start, for this request (boot.py)
+        self.started = time.monotonic()  # run()'s start
         self.ceil: dict[str, Any] | None = None  # _ceilings()
         self.counts: floor_counts.Counts | None = None  # the floor's counts (_early_counts)
         self.counts_note = ""  # why the counts could not be cached, if so
@@ -97,8 +99,9 @@ class Evaluation:
         return prebuild.extensions_dir(self.cache_root(), self.candidate_source)
 
     def candidate_env(self) -> dict[str, str]:
-        """The candidate process's environment; the same for every candidate of one launch key,
-        so a spare started before the candidate was known fits."""
+        """A build's environment for this candidate (the load_inline build server): a candidate
+        process's (candidate_env_of) plus, on a GPU, TORCH_CUDA_ARCH_LIST for this GPU only,
+        which the process itself gets with "load" (it may start before the worker has torch)."""
         env = candidate_env_of(self.opts, self.cache_root())
         if self.device.startswith("cuda") and "TORCH_CUDA_ARCH_LIST" not in env:
             import torch
@@ -109,19 +112,14 @@ class Evaluation:
 
     def launch_key(self) -> tuple[Any, ...]:
         """What a candidate process's start depends on (SparePool)."""
-        o = self.opts
-        return (sys.executable, self.device, o.no_sandbox, o.timeout_s, o.trials,
-                o.timing_budget_s, o.threads, self.cache_root())
+        return launch_key_of(self.opts, self.device, sys.executable)
 
     def _new_process(self, gpu_later: bool = False,
                      profiler_anytime: bool = False) -> CandidateProcess:
-        scratch = tempfile.mkdtemp(prefix="openkernel-cand-")
-        try:
-            return CandidateProcess(scratch, self.candidate_env(), self.opts, self.device,
-                                    gpu_later, profiler_anytime)
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
+        """A candidate process; its environment is the same for every candidate of one launch
+        key, so a spare started before the candidate was known fits."""
+        return start_process(candidate_env_of(self.opts, self.cache_root()), self.opts,
+                             self.device, gpu_later, profiler_anytime)
 
     def _launch_early(self) -> None:
         """Takes a spare or starts a new candidate process before the reference is built, so
@@ -136,19 +134,22 @@ class Evaluation:
             return  # no candidate will run
         cand = SPARE.take(self.launch_key())
         if cand is not None:
-            self.process_start = "spare"
+            self.process_start = "boot" if cand.boot else "spare"
         else:
             cand = self._new_process(gpu_later=self.device.startswith("cuda"))
         EARLY.append(cand)
         self.cand, self.scratch = cand, cand.scratch
 
     def _start_candidate(self, ref_model: Any = None) -> None:
-        """The process _launch_early started (or, without one, a spare when one fits and is
-        alive, else a new one); either way started up ("warm") before the candidate is loaded.
-        A new process on a GPU gets the device's bandwidth measured (or checked against the
-        cache) while it imports, before its own device work starts; then, while it starts up,
-        the floor's counts are taken (_early_counts: no measurement runs then). A spare that
-        fails to start is replaced once; a new process that cannot start is the machine's
+        """The process _launch_early started or took (or, without one, a spare when one fits and
+        is alive, else a new one); either way started up ("warm") before the candidate is
+        loaded. On a GPU, a new process (and the worker's boot process) gets the device's
+        bandwidth measured (or checked against the cache) first: a new one while it imports,
+        before its own device work starts; the boot process, whose start-up was asked for
+        whole at the worker's start, once the stages that may not overlap a measurement are
+        done (wait_device_stages). Then, while it starts up, the floor's counts are taken
+        (_early_counts: no measurement runs then). A process started before this evaluation
+        that fails to start is replaced once; a new one that cannot start is the machine's
         problem (EnvironmentProblem), not the candidate's: no candidate code has run."""
         cand = self.cand if self.cand is not None and self.cand in EARLY else None
         if cand is not None:
@@ -158,12 +159,13 @@ class Evaluation:
             self.process_start = "spare" if cand is not None else "fresh"
             cand = cand or self._new_process()
         self.cand, self.scratch = cand, cand.scratch
-        if self.process_start == "fresh" and self.device.startswith("cuda"):
-            self._ceilings()  # the process is still importing: the device is quiet
+        if self.process_start != "spare" and self.device.startswith("cuda"):
+            cand.wait_device_stages(self.opts.timeout_s)
+            self._ceilings()  # a new process is still importing: the device is quiet
             cand.start_gpu()  # nothing below measures: its device stage may start
-        self._early_counts(ref_model, count=self.process_start == "fresh")
+        self._early_counts(ref_model, count=self.process_start != "spare")
         reply, why = cand.wait_warm(self.opts.timeout_s)
-        if reply is None and self.process_start == "spare":
+        if reply is None and self.process_start != "fresh":
             discard(cand)
             self.process_start = "fresh"
             cand = self._new_process()
@@ -205,7 +207,7 @@ class Evaluation:
     def run(self) -> dict[str, Any]:
         import torch
 
-        start = time.monotonic()
+        start = self.started = time.monotonic()
         self._launch_early()
         ref_model = self._build_reference()
         self.result = {"runtime_us": timing.stats([]), "ref_runtime_us": timing.stats([]),
@@ -333,8 +335,11 @@ class Evaluation:
         candidate, reference = self._stage_files()
         assert self.cand is not None
         self.cand.builder = self._inline_builder()
+        arch = (self.candidate_env().get("TORCH_CUDA_ARCH_LIST")
+                if self.device.startswith("cuda") else None)
         reply = self._ask({"op": "load", "candidate": candidate, "reference": reference,
                            "overrides": self.opts.overrides, "device": self.device,
+                           "cuda_arch_list": arch,
                            "init_seed": init_seed, "threads": self.opts.threads,
                            "extensions_dir": self.extensions_dir(),
                            "inline_build": self.cand.builder is not None},
@@ -576,13 +581,17 @@ class Evaluation:
             "inline_build": (prebuild.summarize_builds(self.cand.served)
                              if self.cand is not None and self.cand.served else None),
             "candidate_process": self.process_start,
-            "process_warm_s": dict(self.cand.warm_seconds) if self.cand is not None else {},
+            "process_warm_s": (self.cand.warm_report(
+                None if self.process_start == "fresh" else self.started)
+                if self.cand is not None else {}),
+            "worker_start_s": boot.take_steps(),
             "problem": {"path": self.ref.path, "source_hash": self.ref.source_hash,
                         "source": self.ref.source,
                         "overrides": {k: repr(v) for k, v in self.ref.overrides.items()}},
             "candidate": {"path": self.opts.candidate, "source": self.candidate_source,
                           "source_hash": self.candidate_hash},
         }
+
 
 
 def evaluate(req: dict[str, Any]) -> dict[str, Any]:

@@ -155,6 +155,23 @@ def resolve_device(backend: str, device: str | None) -> str:
     return device
 
 
+def announced_device(backend: str, device: str | None) -> str:
+    """The device resolve_device will give a request, told without torch (the worker's start,
+    boot.py): "cpu" for the cpu backend, else `device` or cuda:0. Whether it exists is
+    resolve_device's to say when the request comes."""
+    if backend == "cpu":
+        return "cpu"
+    device = device or "cuda:0"
+    return "cuda:0" if device == "cuda" else device
+
+
+def launch_key_of(opts: Options, device: str, python: str) -> tuple[Any, ...]:
+    """What a candidate process's start depends on (SparePool, boot.py): two evaluations with
+    the same key can use processes started alike."""
+    return (python, device, opts.no_sandbox, opts.timeout_s, opts.trials, opts.timing_budget_s,
+            opts.threads, cache_root_of(opts))
+
+
 def tensor_nbytes(values: list[Any]) -> int:
     import torch
 

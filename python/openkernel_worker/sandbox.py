@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -216,6 +217,12 @@ def python_dirs() -> tuple[str, ...]:
     for p in entries:
         if "site-packages" in p or "dist-packages" in p or p.endswith((".zip", ".egg")):
             found.add(p)
+    for name in ("torch", "triton", "numpy"):  # a process may start before the worker
+        try:  # imports them (boot.py): where they would come from
+            origin = os.path.abspath(importlib.util.find_spec(name).origin)  # type: ignore
+        except (ImportError, ValueError, AttributeError, TypeError):
+            continue
+        found.update(sorted((p for p in entries if _inside(origin, p)), key=len)[-1:])
     for name, module in list(sys.modules.items()):
         f = getattr(module, "__file__", None)
         if not f or name.startswith(("openkernel_reference", "openkernel_candidate")):

@@ -131,10 +131,11 @@ void add_timing_mode_options(CLI::App* cmd, std::string& cuda_graph, std::string
 
 util::Result<Engine> start_engine(const GlobalOptions& g, const config::Config& cfg,
                                   const std::string& python_flag, const std::string& requested,
-                                  const std::string& gpu_default, const std::string& eval_host) {
+                                  const std::string& gpu_default, const std::string& eval_host,
+                                  const std::map<std::string, std::string>& worker_env) {
   auto st = open_store(g, cfg);
   if (!st) return std::unexpected(st.error());
-  auto worker = start_worker(cfg, python_flag, {}, eval_host);
+  auto worker = start_worker(cfg, python_flag, worker_env, eval_host);
   if (!worker) return std::unexpected(worker.error());
   auto backend = choose_backend(*worker, requested, gpu_default);
   if (!backend) return std::unexpected(backend.error());

@@ -67,11 +67,11 @@ struct Engine {
 };
 // Opens the store, starts the worker (`python_flag`) and chooses the backend (`requested`, else
 // `gpu_default` with a GPU and cpu without), failing on the first that cannot be had.
-// `eval_host`: as for start_worker.
+// `eval_host` and `worker_env`: as start_worker's `eval_host` and `env`.
 util::Result<Engine> start_engine(const GlobalOptions& g, const config::Config& cfg,
                                   const std::string& python_flag, const std::string& requested,
-                                  const std::string& gpu_default,
-                                  const std::string& eval_host = "");
+                                  const std::string& gpu_default, const std::string& eval_host = "",
+                                  const std::map<std::string, std::string>& worker_env = {});
 
 // The KernelBench folder: --kernelbench-dir (`flag`), else $OPENKERNEL_KERNELBENCH_DIR, else the
 // config's kernelbench_dir.

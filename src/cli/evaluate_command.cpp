@@ -29,12 +29,55 @@ void warn_no_sandbox(const EvaluateOptions& o) {
                "for candidates you trust; the result is flagged no_sandbox.\n");
 }
 
+// The worker's request for this evaluation on `backend`.
+eval::EvalRequest evaluation_request(const EvaluateOptions& o, const ResolvedProblem& prob,
+                                     const std::string& backend, bool spare) {
+  eval::EvalRequest req;
+  req.reference = prob.path;
+  req.candidate = std::filesystem::absolute(o.candidate).string();
+  req.backend = backend;
+  if (!o.device.empty()) req.device = o.device;
+  req.limits = o.limits;
+  req.limits.threads = threads_for(backend, o.limits.threads);
+  if (o.seed >= 0) req.seed = o.seed;
+  req.overrides = prob.overrides;
+  req.strict = o.strict;
+  req.cache_dir = util::cache_dir().string();
+  req.cuda_graph = o.cuda_graph;
+  req.rested = o.rested;
+  req.compile_baseline = o.compile_baseline;
+  req.profile = o.profile;
+  req.spare = spare;
+  return req;
+}
+
+// The one-off worker's environment: the request it will get, announced (OPENKERNEL_WORKER_EXPECT)
+// so that it starts the candidate's process at once, before its own torch import
+// (python/openkernel_worker/boot.py). Without --backend, the backend choose_backend will likely
+// pick (a GPU's device node, not hidden by CUDA_VISIBLE_DEVICES); a wrong guess only costs the
+// worker that process. None for a remote worker, which sees other paths.
+std::map<std::string, std::string> announce(const EvaluateOptions& o, const ResolvedProblem& prob,
+                                            const config::Config& cfg) {
+  if (!o.eval_host.empty() || !cfg.eval_host.value_or("").empty()) return {};
+  std::string backend = o.backend;
+  if (backend.empty()) {
+    auto visible = util::getenv_str("CUDA_VISIBLE_DEVICES");
+    std::error_code ec;
+    const bool gpu = std::filesystem::exists("/dev/nvidiactl", ec) &&
+                     !(visible && (visible->empty() || *visible == "-1"));
+    backend = gpu ? "cuda" : "cpu";
+  }
+  return {{"OPENKERNEL_WORKER_EXPECT", eval::to_json(evaluation_request(o, prob, backend, false))
+                                           .dump(-1, ' ', false, json::error_handler_t::replace)}};
+}
+
 int run_evaluate(const GlobalOptions& g, const EvaluateOptions& o) {
   auto cfg = config::load_default();
   if (!cfg) return report_error(cfg.error());
   auto prob = prepare_evaluation(o, *cfg);
   if (!prob) return report_error(prob.error());
-  auto engine = start_engine(g, *cfg, o.python, o.backend, "cuda", o.eval_host);
+  auto engine =
+      start_engine(g, *cfg, o.python, o.backend, "cuda", o.eval_host, announce(o, *prob, *cfg));
   if (!engine) return report_error(engine.error());
   warn_no_sandbox(o);
   auto result = evaluate_recorded(*engine, o, *prob);
@@ -68,22 +111,7 @@ util::Result<json> evaluate_recorded(Engine& engine, const EvaluateOptions& o,
                                      const ResolvedProblem& prob,
                                      const EvaluationControl& control) {
   auto& [st, worker, backend] = engine;
-  eval::EvalRequest req;
-  req.reference = prob.path;
-  req.candidate = std::filesystem::absolute(o.candidate).string();
-  req.backend = backend;
-  if (!o.device.empty()) req.device = o.device;
-  req.limits = o.limits;
-  req.limits.threads = threads_for(backend, o.limits.threads);
-  if (o.seed >= 0) req.seed = o.seed;
-  req.overrides = prob.overrides;
-  req.strict = o.strict;
-  req.cache_dir = util::cache_dir().string();
-  req.cuda_graph = o.cuda_graph;
-  req.rested = o.rested;
-  req.compile_baseline = o.compile_baseline;
-  req.profile = o.profile;
-  req.spare = control.spare;
+  const eval::EvalRequest req = evaluation_request(o, prob, backend, control.spare);
   auto result = eval::evaluate(worker, req, control.cancel);
   if (!result && result.error().kind == ErrorKind::kRemoteLost) {
     // Never a verdict on the candidate: recorded as evaluator_error, flagged remote_lost.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU run: how long a one-off `openkernel evaluate` takes (a new engine, worker and candidate
-# process each time), and where the time goes (phases_s, the candidate process's start-up steps,
-# the physical floor's bandwidth: measured, or cached behind a spot check). Three runs each of
+# process each time), and where the time goes (phases_s, the candidate process's start-up steps
+# and whether it started with the worker, before the request (`boot`), the worker's own start-up
+# (worker_start_s: seconds since its process began), the physical floor's bandwidth: measured, or
+# cached behind a spot check). Three runs each of
 # tests/gpu/candidates/relu_triton.py on KernelBench level1/19_ReLU (full size) and on the small
 # ReLU of tests/adversarial/gpu/ref_relu_small.py. Run 1 of each starts with empty caches
 # (Triton compiles, the bandwidth is measured); runs 2-3 find both cached. Target: <= 10 s.
@@ -16,7 +18,7 @@ BIN=.device/bin/openkernel
 KB=.device/kernelbench
 C=tests/gpu/candidates
 TSV=$OUT/oneoff.tsv
-printf 'problem\trun\twall_s\tworker_wall_s\tverdict\tprocess\tbandwidth\tbandwidth_s\tphases_s\tprocess_warm_s\n' > "$TSV"
+printf 'problem\trun\twall_s\tworker_wall_s\tverdict\tprocess\tbandwidth\tbandwidth_s\tphases_s\tprocess_warm_s\tworker_start_s\n' > "$TSV"
 for problem in level1_19:"--level 1 --problem 19 --kernelbench-dir $KB" \
                relu_small:"--reference tests/adversarial/gpu/ref_relu_small.py"; do
   name=${problem%%:*}
@@ -39,7 +41,8 @@ except Exception as e:  # noqa: BLE001
 roof = r.get("roofline") or {}
 row = [name, run, f"{wall:.2f}", f"{r.get('worker_wall_s', 0):.2f}", r["verdict"],
        r.get("candidate_process"), roof.get("bandwidth_source"), roof.get("bandwidth_s"),
-       json.dumps(r.get("phases_s")), json.dumps(r.get("process_warm_s"))]
+       json.dumps(r.get("phases_s")), json.dumps(r.get("process_warm_s")),
+       json.dumps(r.get("worker_start_s"))]
 print("\t".join(str(x) for x in row))
 if roof.get("bandwidth_note"):
     print(f"  bandwidth note: {roof['bandwidth_note']}")

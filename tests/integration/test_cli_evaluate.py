@@ -360,6 +360,12 @@ def test_correct_candidate(runs: Runs) -> None:
     assert r["tolerance"]["float32"]["rtol"] == 1e-3
     assert r["trials"] == 2
     assert r["versions"]["torch"]
+    # A one-off: the engine announced the request, so the worker started the candidate process
+    # first thing, before its own torch import (python/openkernel_worker/boot.py).
+    assert r["candidate_process"] == "boot", r["process_warm_s"]
+    assert r["process_warm_s"]["spawned_before_s"] > 0
+    steps = r["worker_start_s"]
+    assert steps["candidate_spawned"] <= steps["torch_imported"] <= steps["request"]
 
 
 @pytest.mark.cases("wrong_shape")

@@ -24,7 +24,7 @@ RUN_DEPENDENT = {"wall_s", "worker_wall_s", "compile_s", "phases_s", "process_wa
                  "candidate_process", "runtime_us", "ref_runtime_us", "speedup",
                  "speedup_compile", "timing", "wall_check", "rested_wall_check",
                  "graph_wall_check", "roofline", "reference_cache", "profile", "cpu_check",
-                 "evaluation_id", "db"}
+                 "evaluation_id", "db", "worker_start_s"}
 
 
 def cli_evaluate(db: Path, *args: str) -> dict[str, Any]:
