@@ -189,6 +189,12 @@ class CandidateState:
             self.model = build_model(cls, init_inputs, init_seed, self.device)
         except BaseException as e:  # noqa: BLE001
             return error_reply(e, "build")
+        if self.device.startswith("cuda"):
+            pending = integrity.pending_cuda_error()
+            if pending is not None:
+                return {"ok": False, "phase": "build", "error_type": "CudaError",
+                        "message": "the candidate's import or ModelNew's construction left a "
+                                   f"failed CUDA call's error pending: {pending}"}
         return {"ok": True, "compile_s": compile_s}
 
     def profile(self, req: dict[str, Any]) -> dict[str, Any]:

@@ -211,6 +211,25 @@ def persisting_l2_bytes() -> int | None:
     return int(value.value)
 
 
+def pending_cuda_error() -> str | None:
+    """The CUDA runtime error the calling thread has pending, cleared, as "name (text)"; None
+    when there is none or the runtime cannot be read. A failed runtime call a candidate makes
+    itself (through ctypes, a C++ extension) leaves its error pending until the next launch
+    checks for one: read here right after the candidate's import and construction, it is named
+    as the candidate's, not as whatever ran next (the reference's get_inputs)."""
+    lib = _cudart()
+    if lib is None:
+        return None
+    code = int(lib.cudaGetLastError())
+    if code == 0:
+        return None
+    lib.cudaGetErrorName.restype = ctypes.c_char_p
+    lib.cudaGetErrorString.restype = ctypes.c_char_p
+    name = (lib.cudaGetErrorName(ctypes.c_int(code)) or b"").decode(errors="replace")
+    text = (lib.cudaGetErrorString(ctypes.c_int(code)) or b"").decode(errors="replace")
+    return f"{name or code} ({text})" if text else str(name or code)
+
+
 def reset_persisting_l2() -> None:
     lib = _cudart()
     if lib is not None:

@@ -95,3 +95,20 @@ def test_a_host_sync_fails_the_capture_as_itself() -> None:
         timing.GraphTimer(forward, pool(), DEV)
     assert not err.value.escaped, str(err.value)
     process_is_usable()
+
+
+def test_a_failed_runtime_call_left_pending_is_read_and_cleared() -> None:
+    """integrity.pending_cuda_error: what candidate.load names as the candidate's error (a failed
+    cudaDeviceSetLimit made through ctypes, as tests/adversarial/gpu/cand_persisting_l2.py does
+    where the device refuses the limit) instead of letting the next launch blame the reference."""
+    from openkernel_worker import integrity
+
+    torch.cuda.init()
+    assert integrity.pending_cuda_error() is None
+    lib = integrity._cudart()
+    assert lib.cudaDeviceSetLimit(ctypes.c_int(0x7F), ctypes.c_size_t(1)) != 0  # no such limit
+    pending = integrity.pending_cuda_error()
+    assert pending is not None and pending.startswith("cudaError"), pending
+    assert integrity.pending_cuda_error() is None  # read once: cleared
+    torch.ones(4, device=DEV).relu_()  # the next launch no longer fails on it
+    torch.cuda.synchronize()

@@ -35,6 +35,9 @@ CASES: dict[str, tuple[str, set[str], set[str]]] = {
 }
 
 
+PENDING = "left a failed CUDA call's error pending"  # candidate.Candidate.load
+
+
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict[str, Any]]:
     cases = {n: {"candidate": c, "reference": "ref_relu.py"} for n, (c, _, _) in CASES.items()}
@@ -47,6 +50,13 @@ def results() -> dict[str, dict[str, Any]]:
 def test_case(results: dict[str, dict[str, Any]], name: str) -> None:
     _, verdicts, flags = CASES[name]
     r = results[name]
+    if name == "persisting_l2" and r["verdict"] == "runtime_error":
+        # A device that refuses the limit (an H100 did: invalid argument) leaves the candidate's
+        # failed call pending; it is the candidate's runtime error, named as such, not the
+        # reference's: no persisting lines, nothing gained.
+        assert any(PENDING in reason for reason in r["reasons"]), r["reasons"]
+        assert not any("reference" in reason for reason in r["reasons"]), r["reasons"]
+        return
     assert r["verdict"] in verdicts, (name, r["verdict"], r["reasons"])
     assert flags <= set(r["flags"]), (name, r["flags"], r["reasons"])
     if "rested_gap" in flags:  # the figures reported are the back-to-back ones
