@@ -93,6 +93,8 @@ def main() -> int:
     lower_priority()
     tune_allocator()
     channel = private_stdio_channel()
+    if watchdog.enabled():
+        watchdog.install_signals()  # before the boot process: a stop then leaves nothing behind
     boot.start_early()  # the announced evaluation's candidate process, before torch's import
     try:
         import torch  # noqa: F401 - fail early and clearly when torch is missing

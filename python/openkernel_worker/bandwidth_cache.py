@@ -104,9 +104,12 @@ def write_entry(path: str, key: dict[str, Any], bandwidth: float, spot: float) -
 
 
 def cached_bandwidth(cache_dir: str, key: dict[str, Any], full: Callable[[], float],
-                     spot: Callable[[], float]) -> dict[str, Any]:
+                     spot: Callable[[], float],
+                     settle: Callable[[], Any] | None = None) -> dict[str, Any]:
     """The bandwidth for `key`: {"bandwidth", "source" ("cached" or "measured"), "spot"?,
-    "note"?}. `full` measures it in full, `spot` runs the short spot check."""
+    "note"?}. `full` measures it in full, `spot` runs the short spot check; `settle`, when
+    given, runs before a full measurement (which is kept on disk for later workers): it waits
+    until nothing else on the machine is starting up."""
     path = entry_path(cache_dir, key)
     entry, why = read_entry(path, key)
     now = None
@@ -117,6 +120,9 @@ def cached_bandwidth(cache_dir: str, key: dict[str, Any], full: Callable[[], flo
             return {"bandwidth": float(entry["bandwidth"]), "source": "cached", "spot": now,
                     "spot_drift": round(drift, 4)}
         why = f"spot check {drift:+.1%} off the cached entry's: measured again"
+    if settle is not None:
+        settle()
+        now = None  # a spot check taken beside a start-up is not kept with a settled measurement
     bandwidth = full()
     now = spot() if now is None else now
     out: dict[str, Any] = {"bandwidth": bandwidth, "source": "measured", "spot": now}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -75,7 +76,7 @@ def start_early() -> None:
     if not text or importlib.util.find_spec("torch") is None:
         return
     from .candidate_process import SPARE
-    from .options import (Options, announced_device, cache_root_of, candidate_env_of,
+    from .options import (BACKENDS, Options, announced_device, cache_root_of, candidate_env_of,
                           launch_key_of)
     from .sandbox import gpu_shared
 
@@ -85,6 +86,8 @@ def start_early() -> None:
             return
         opts = Options.from_request(req)
         device = announced_device(opts.backend, opts.device)
+        if opts.backend not in BACKENDS or not re.fullmatch(r"cpu|cuda:\d+", device):
+            return  # not a request that could evaluate: it will say so itself
         if device.startswith("cuda") and "pid" in gpu_shared():
             return  # the sandbox hides the worker's threads from /proc as they are when the
             # process starts, and most of them (torch's, the watchdog's) start later

@@ -171,6 +171,7 @@ class CandidateState:
         if self.device.startswith("cuda"):
             torch.cuda.init()
             self.l2_before = integrity.persisting_l2_bytes()
+            integrity.pending_cuda_error()  # pending before the import: not the candidate's
         t0 = time.perf_counter()
         try:
             module = load_module(path, source, "openkernel_candidate")

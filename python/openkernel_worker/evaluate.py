@@ -427,7 +427,13 @@ class Evaluation:
         """The device's bandwidth and peak FLOP rate (roofline.ceilings), once per evaluation,
         through the cache in the worker's cache directory (bandwidth_cache.py)."""
         if self.ceil is None:
-            self.ceil = roofline.ceilings(self.device, self.cache_root())
+            cand, settle = self.cand, None
+            if self.process_start == "boot" and cand is not None:
+                # The boot process's profiler start may still run beside the spot check; a full
+                # measurement, kept on disk for later workers, waits until it has finished.
+                def settle() -> None:
+                    cand.wait_warm(self.opts.timeout_s)
+            self.ceil = roofline.ceilings(self.device, self.cache_root(), settle)
         return self.ceil
 
     def _physical_floor(self, ref_model: Any) -> None:

@@ -207,6 +207,7 @@ def persisting_l2_bytes() -> int | None:
         return None
     value = ctypes.c_size_t(0)
     if lib.cudaDeviceGetLimit(ctypes.byref(value), ctypes.c_int(0x06)) != 0:
+        lib.cudaGetLastError()  # our own failed query: not left for the candidate's check
         return None
     return int(value.value)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .compare import flatten
 
@@ -93,7 +93,8 @@ def _spot(device: str) -> float:
     return 2 * nbytes / best
 
 
-def ceilings(device: str, cache_dir: str | None = None) -> dict[str, Any]:
+def ceilings(device: str, cache_dir: str | None = None,
+             settle: Callable[[], Any] | None = None) -> dict[str, Any]:
     """{"bandwidth": bytes/s (the copy), "floor_bandwidth": bytes/s and "floor_bandwidth_source"
     (floor_bandwidth()), "peak_flops": FLOP/s, "bandwidth_source", "bandwidth_s",
     "bandwidth_note"?}: measured once per worker and device key, or with `cache_dir` taken from
@@ -113,8 +114,10 @@ def ceilings(device: str, cache_dir: str | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     if cache_dir:
         got = bandwidth_cache.cached_bandwidth(cache_dir, key, lambda: _bandwidth(device),
-                                               lambda: _spot(device))
+                                               lambda: _spot(device), settle)
     else:
+        if settle is not None:
+            settle()
         got = {"bandwidth": _bandwidth(device), "source": "measured"}
     name = None
     if device.startswith("cuda"):

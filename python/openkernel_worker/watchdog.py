@@ -99,6 +99,13 @@ def stop(why: str) -> None:
     os._exit(0)
 
 
+def install_signals() -> None:
+    """SIGTERM and SIGHUP stop the worker (stop): from its first moments, so that a worker
+    stopped while it starts (the boot process already running, boot.py) leaves nothing behind."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: stop(f"signal {signum}"))
+
+
 class Inbox:
     """The requests, read from `channel` on a thread; watches the input, the parent and the
     stopping signals (the module's docstring). Single consumer: the main loop."""
@@ -109,8 +116,7 @@ class Inbox:
         self._busy = False
         self._ended = False
         self._parent = os.getppid()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, lambda signum, _frame: stop(f"signal {signum}"))
+        install_signals()
         threading.Thread(target=self._read, args=(channel,), daemon=True).start()
         threading.Thread(target=self._watch_parent, daemon=True).start()
 

@@ -48,6 +48,28 @@ def test_measured_then_cached(tmp_path: Path) -> None:
     assert m.full_calls == 1 and m.spot_calls == 2
 
 
+def test_settle_runs_before_every_full_measurement_only(tmp_path: Path) -> None:
+    """A boot process still starting (evaluate._ceilings): the spot check may run beside it, a
+    full measurement (kept on disk) only after `settle`; the spot kept with it is taken after."""
+    m, order = Meter(), []
+    full, spot = m.full, m.spot
+    m.full = lambda: (order.append("full"), full())[1]  # type: ignore[method-assign]
+    m.spot = lambda: (order.append("spot"), spot())[1]  # type: ignore[method-assign]
+
+    def settle() -> None:
+        order.append("settle")
+
+    def get() -> dict[str, Any]:
+        return bc.cached_bandwidth(str(tmp_path), KEY, m.full, m.spot, settle)
+
+    assert get()["source"] == "measured" and order == ["settle", "full", "spot"]
+    order.clear()
+    assert get()["source"] == "cached" and order == ["spot"]  # agreed: nothing waits
+    order.clear()
+    m.spot_value = 2.0e12  # disagrees: measured again, settled first, spot taken again after
+    assert get()["source"] == "measured" and order == ["spot", "settle", "full", "spot"]
+
+
 def test_key_change_measures_again(tmp_path: Path) -> None:
     m = Meter()
     m.get(tmp_path)

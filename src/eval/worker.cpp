@@ -65,6 +65,11 @@ static util::Result<Worker> start_one(const std::string& python, const WorkerOpt
   launch.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
   launch.env_set[kWatchdogEnv] = "1";
   for (const auto& [k, v] : opts.env_set) launch.env_set[k] = v;
+  // An announcement (the one-off evaluate's, docs/worker-protocol.md) only where the launcher
+  // makes one: one inherited from the user's shell would start a boot process in a session
+  // worker or the build worker.
+  if (!opts.env_set.count("OPENKERNEL_WORKER_EXPECT"))
+    launch.env_unset.push_back("OPENKERNEL_WORKER_EXPECT");
   return Worker::connect(launch, opts.start_timeout, opts.cancel);
 }
 

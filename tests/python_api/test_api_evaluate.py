@@ -175,3 +175,18 @@ def test_profile_tiers_on_evaluate_and_evaluate_many(tmp_path: Path, monkeypatch
         assert many[1].profile["tier"] == "basic" and "requested_tier" not in many[1].profile
         with pytest.raises(openkernel.BadInput, match="profile: 'full' is not one of"):
             e.evaluate(CORRECT, REFERENCE, profile="full")
+
+
+def test_an_announcement_in_the_users_environment_reaches_no_session_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OPENKERNEL_WORKER_EXPECT is the one-off evaluate's to set (docs/worker-protocol.md): one
+    left in the user's shell must not start a boot process in a session's worker, whose first
+    request may measure (src/eval/worker.cpp unsets it unless the launcher announces)."""
+    announced = {"op": "evaluate", "reference": str(REFERENCE), "candidate": str(CORRECT),
+                 "backend": "cpu", "trials": 2, "timing_budget_s": 0.3, "timeout_s": 120}
+    monkeypatch.setenv("OPENKERNEL_WORKER_EXPECT", json.dumps(announced))
+    with openkernel.Evaluator(backend="cpu", db=str(tmp_path / "db.sqlite"), **QUICK) as e:
+        r = e.evaluate(CORRECT, reference=REFERENCE).to_dict()
+    assert r["verdict"] == "correct", r["reasons"]
+    assert r["candidate_process"] != "boot"
+    assert "candidate_spawned" not in (r.get("worker_start_s") or {}), r["worker_start_s"]
