@@ -174,8 +174,9 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
     ctx["threads"] = std::to_string((bm / at("TM")) * (bn / at("TN")));
     ctx["index_t"] = needs_int64(c) ? "long long" : "int";
     e = cpp_epilogue(g, n, G, skills, "cuda", "yi", 6, ctx);
-    ctx["grid_x"] = std::to_string((c.batch * c.out_pixels() + bm - 1) / bm);
-    ctx["grid_y"] = std::to_string((c.cout_g() + bn - 1) / bn);
+    ctx["grid_x"] =
+        std::to_string(((c.batch * c.out_pixels() + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn));
+    ctx["grid_y"] = "1";
     ctx["grid_z"] = std::to_string(c.groups);
   }
   std::string code = render_skill(skills, "cuda", "conv", direct ? "direct" : "gemm", ctx) + "\n" +
@@ -266,6 +267,9 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
   if (2 * bk * (bm + bn + 1) * 4 > 48 * 1024) return false;  // double-buffered static shared memory
   if (c.groups > 65535) return false;                        // blockIdx.z
   score += log2_distance(static_cast<double>(threads), 256.0);
+  // A BK that divides the group's input channels keeps each K slice within one tap (K is
+  // tap-major): one bounds test per slice instead of one per gathered element.
+  if (c.cin_g() % bk != 0 && c.cin_g() % 8 == 0) score += 2;
   const int64_t blocks =
       ((c.batch * c.out_pixels() + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn) * c.groups;
   if (blocks < 264 && bm * bn > 64 * 64) score += 2;  // fewer than 2 blocks per SM

@@ -33,7 +33,9 @@ pytestmark = pytest.mark.skipif(not GENERATE.is_file(),
                                 reason=f"no generate_candidates at {GENERATE}")
 
 # Each a reference of its own: a stride, padding, dilation, groups, 1d-3d, transposed and a
-# level-2 tail, at shapes where M, N and K are no multiple of any tile.
+# level-2 tail, at shapes where M, N and K are no multiple of any tile; 16 and 8 input channels a
+# group (strided_3d_tail, transposed_2d_grouped) take the GEMM's per-slice tap test where BK
+# divides them, 3 and 17 input channels (and BK 32) the per-element one.
 FUNCTIONAL = {
     "grouped_dilated_same_bias": (
         "return F.conv2d(x, self.w, self.b, padding='same', dilation=2, groups=2)",
@@ -41,7 +43,7 @@ FUNCTIONAL = {
     "strided_3d_tail": (
         "y = F.conv3d(x, self.w, None, stride=(1, 2, 2), padding=(1, 0, 2), dilation=(2, 1, 1))\n"
         "        return torch.sigmoid(y + self.b.view(1, -1, 1, 1, 1)) * y",
-        "torch.randn(20, 5, 3, 2, 3)", "torch.randn(20)", "torch.randn(3, 5, 6, 9, 8)"),
+        "torch.randn(20, 16, 3, 2, 3)", "torch.randn(20)", "torch.randn(3, 16, 6, 9, 8)"),
     "transposed_1d_tail": (
         "return torch.relu(F.conv_transpose1d(x, self.w, self.b, stride=3, padding=2, "
         "output_padding=1, dilation=2)) * 2.0",
@@ -49,7 +51,7 @@ FUNCTIONAL = {
     "transposed_2d_grouped": (
         "return F.conv_transpose2d(x, self.w, self.b, stride=(2, 1), padding=(1, 2), groups=3, "
         "dilation=(1, 2))",
-        "torch.randn(12, 7, 3, 4)", "torch.randn(21)", "torch.randn(2, 12, 9, 10)"),
+        "torch.randn(24, 7, 3, 4)", "torch.randn(21)", "torch.randn(2, 24, 9, 10)"),
 }
 # Reduced KernelBench problems: strided and padded 2d with a bias; 3d; strided, padded, grouped
 # 3d transposed; everything 2d transposed; depthwise; depthwise-separable.
@@ -95,7 +97,8 @@ def candidates(tmp_path: Path, ref: Path, overrides: dict[str, str]) -> tuple[li
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     proposal = json.loads((out / "proposal.json").read_text())
-    return [out / c["file"] for c in proposal["candidates"]], [c["params"] for c in proposal["candidates"]]
+    found = proposal["candidates"]
+    return [out / c["file"] for c in found], [c["params"] for c in found]
 
 
 def chosen(params: list, extra_tiles: int) -> list[int]:
@@ -107,7 +110,10 @@ def chosen(params: list, extra_tiles: int) -> list[int]:
         if k is not None:
             picks.append(k)
     gemm = [i for i, p in enumerate(params) if p["cuda-conv"]["form"] == "gemm"]
-    tile = lambda i: tuple(params[i]["cuda-conv"][k] for k in ("BM", "BN", "BK", "TM", "TN"))
+
+    def tile(i: int) -> tuple:
+        return tuple(params[i]["cuda-conv"][k] for k in ("BM", "BN", "BK", "TM", "TN"))
+
     tiles.update(tile(i) for i in picks if i in gemm)
     for step in range(1, extra_tiles + 1):
         for i in gemm[len(gemm) * step // (extra_tiles + 1):]:
@@ -121,8 +127,7 @@ def chosen(params: list, extra_tiles: int) -> list[int]:
 def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int) -> None:
     files, params = candidates(tmp_path, ref, overrides)
     picks = chosen(params, extra_tiles)
-    assert any(params[k]["cuda-conv"]["form"] == "gemm" for k in picks) or \
-        all(p["cuda-conv"]["form"] == "direct" for p in params)
+    assert {params[k]["cuda-conv"]["form"] for k in picks} == {"gemm", "direct"}, params
     reference = load_reference(str(ref), overrides, module_name=f"ref_{ref.stem}")
     torch.manual_seed(0)
     model = reference.module.Model(*reference.module.get_init_inputs())
