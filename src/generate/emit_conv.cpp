@@ -55,6 +55,18 @@ bool needs_int64(const Conv& c) {
   return std::max({x, y, c.cin * c.cout_g() * c.taps()}) + 4096 >= kInt32Limit;
 }
 
+// The CUDA implicit GEMM's rows: the output pixels, a strided transposed conv's padded to whole
+// phases (o % stride per dim: the template orders its rows by phase).
+int64_t gemm_rows(const Conv& c) {
+  const bool phased = c.transposed && (c.stride[0] > 1 || c.stride[1] > 1 || c.stride[2] > 1);
+  int64_t rows = c.batch;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t f = phased ? c.stride[d] : 1;
+    rows *= f * ((c.out[d] + f - 1) / f);
+  }
+  return rows;
+}
+
 // forward's allocations: the value the kernel stores and the epilogue's other outputs.
 std::vector<std::string> allocs(const Graph& g, const Node& n, const Epilogue& e) {
   return e.allocations(g, py_name(g, n.args[0].value) + ".device", true);
@@ -174,8 +186,7 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
     ctx["threads"] = std::to_string((bm / at("TM")) * (bn / at("TN")));
     ctx["index_t"] = needs_int64(c) ? "long long" : "int";
     e = cpp_epilogue(g, n, G, skills, "cuda", "yi", 6, ctx);
-    ctx["grid_x"] =
-        std::to_string(((c.batch * c.out_pixels() + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn));
+    ctx["grid_x"] = std::to_string(((gemm_rows(c) + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn));
     ctx["grid_y"] = "1";
     ctx["grid_z"] = std::to_string(c.groups);
   }
@@ -236,14 +247,16 @@ bool triton_admissible(const Skill& s, const json& p, const Conv& c, double& sco
 
 // CUDA: the implicit GEMM (as Triton's, in FFMA) where the group has channels enough to share each
 // gathered input; the direct kernel for thin convolutions (depthwise) and for transposed ones
-// whose stride leaves most taps of every output outside the input (the GEMM multiplies their
-// zeros, the direct kernel skips them). Parameters of the other form keep their first value.
+// whose stride leaves most taps of every output outside the input where the GEMM cannot skip them
+// (it skips a tap's slices for a pixel tile of one phase when BK divides the group's input
+// channels; otherwise it multiplies their zeros, which the direct kernel skips). Parameters of the
+// other form keep their first value.
 bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
   auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
   const int64_t k_total = c.cin_g() * c.taps();
   const bool thin = c.cout_g() < 16 || k_total < 16;
-  const bool sparse_taps =
-      c.transposed && c.stride[0] * c.stride[1] * c.stride[2] >= 8;  // at most 1 tap in 8 counts
+  const int64_t phases = c.transposed ? c.stride[0] * c.stride[1] * c.stride[2] : 1;
+  const bool sparse_taps = phases >= 8 && c.cin_g() % 8 != 0;  // at most 1 tap in 8 counts
   if (p.at("form") == "direct") {
     if (!at_first(s, p, {"BM", "BN", "BK", "TM", "TN"})) return false;
     const int64_t tco = at("TCO"), threads = at("threads");
@@ -260,7 +273,7 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
   const int64_t bm = at("BM"), bn = at("BN"), bk = at("BK");
   const int64_t threads = (bm / at("TM")) * (bn / at("TN"));
   if (threads < 64 || threads > 512 || threads % bm != 0 || threads / bm > bk) return false;
-  if (bm > std::max<int64_t>(32, next_pow2(c.batch * c.out_pixels())) ||
+  if (bm > std::max<int64_t>(32, next_pow2(gemm_rows(c))) ||
       bn > std::max<int64_t>(32, next_pow2(c.cout_g())) ||
       bk > std::max<int64_t>(8, next_pow2(k_total)))
     return false;
@@ -268,10 +281,10 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
   if (c.groups > 65535) return false;                        // blockIdx.z
   score += log2_distance(static_cast<double>(threads), 256.0);
   // A BK that divides the group's input channels keeps each K slice within one tap (K is
-  // tap-major): one bounds test per slice instead of one per gathered element.
-  if (c.cin_g() % bk != 0 && c.cin_g() % 8 == 0) score += 2;
-  const int64_t blocks =
-      ((c.batch * c.out_pixels() + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn) * c.groups;
+  // tap-major): one bounds test per slice instead of one per gathered element, and a strided
+  // transposed conv's unreachable taps skipped.
+  if (c.cin_g() % bk != 0 && c.cin_g() % 8 == 0) score += phases > 1 ? 8 : 2;
+  const int64_t blocks = ((gemm_rows(c) + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn) * c.groups;
   if (blocks < 264 && bm * bn > 64 * 64) score += 2;  // fewer than 2 blocks per SM
   return true;
 }

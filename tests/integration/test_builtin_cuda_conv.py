@@ -34,8 +34,9 @@ pytestmark = pytest.mark.skipif(not GENERATE.is_file(),
 
 # Each a reference of its own: a stride, padding, dilation, groups, 1d-3d, transposed and a
 # level-2 tail, at shapes where M, N and K are no multiple of any tile; 16 and 8 input channels a
-# group (strided_3d_tail, transposed_2d_grouped) take the GEMM's per-slice tap test where BK
-# divides them, 3 and 17 input channels (and BK 32) the per-element one.
+# group (strided_3d_tail, transposed_2d_*) take the GEMM's per-slice tap test where BK divides
+# them, 3 and 17 input channels (and BK 32) the per-element one; the strided transposed ones have
+# phases of 108 and 168 pixels, so tiles of one phase skip the taps it cannot reach.
 FUNCTIONAL = {
     "grouped_dilated_same_bias": (
         "return F.conv2d(x, self.w, self.b, padding='same', dilation=2, groups=2)",
@@ -48,15 +49,19 @@ FUNCTIONAL = {
         "return torch.relu(F.conv_transpose1d(x, self.w, self.b, stride=3, padding=2, "
         "output_padding=1, dilation=2)) * 2.0",
         "torch.randn(17, 33, 3)", "torch.randn(33)", "torch.randn(2, 17, 29)"),
+    "transposed_2d_strided": (
+        "return F.conv_transpose2d(x, self.w, self.b, stride=3, padding=1, dilation=2)",
+        "torch.randn(16, 9, 3, 3)", "torch.randn(9)", "torch.randn(1, 16, 12, 14)"),
     "transposed_2d_grouped": (
         "return F.conv_transpose2d(x, self.w, self.b, stride=(2, 1), padding=(1, 2), groups=3, "
         "dilation=(1, 2))",
         "torch.randn(24, 7, 3, 4)", "torch.randn(21)", "torch.randn(2, 24, 9, 10)"),
 }
 # Reduced KernelBench problems: strided and padded 2d with a bias; 3d; strided, padded, grouped
-# 3d transposed; everything 2d transposed; depthwise; depthwise-separable.
+# 3d transposed; everything 2d transposed (grouped; and with stride 5, where the GEMM skips the
+# taps a phase cannot reach); depthwise; depthwise-separable.
 CHOSEN = ["conv50_stride4_bias", "conv60_3d_asym", "conv72_t3d_grouped", "conv75_t2d_all",
-          "conv85_depthwise_asym", "conv86_separable"]
+          "conv81_t2d_all", "conv85_depthwise_asym", "conv86_separable"]
 
 
 def write_reference(folder: Path, name: str) -> Path:
