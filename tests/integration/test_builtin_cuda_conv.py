@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from builtin_support import KERNELBENCH, problems
+from builtin_support import KERNELBENCH, problems, write_reference
 from cuda_emulate import load_candidate
 from locations import BINARY, ROOT
 
@@ -62,34 +62,6 @@ FUNCTIONAL = {
 # taps a phase cannot reach); depthwise; depthwise-separable.
 CHOSEN = ["conv50_stride4_bias", "conv60_3d_asym", "conv72_t3d_grouped", "conv75_t2d_all",
           "conv81_t2d_all", "conv85_depthwise_asym", "conv86_separable"]
-
-
-def write_reference(folder: Path, name: str) -> Path:
-    body, weight, bias, x = FUNCTIONAL[name]
-    ref = folder / f"{name}.py"
-    ref.write_text(f"""import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter({weight})
-        self.b = nn.Parameter({bias})
-
-    def forward(self, x):
-        {body}
-
-
-def get_inputs():
-    return [{x}]
-
-
-def get_init_inputs():
-    return []
-""")
-    return ref
 
 
 def candidates(tmp_path: Path, ref: Path, overrides: dict[str, str]) -> tuple[list[Path], list]:
@@ -151,7 +123,8 @@ def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONAL))
 def test_cuda_conv_kernels_match_torch_on_the_cpu_model(tmp_path: Path, name: str) -> None:
-    check(tmp_path, write_reference(tmp_path, name), {}, extra_tiles=3)
+    check(tmp_path, write_reference(tmp_path / f"{name}.py", *FUNCTIONAL[name]), {},
+          extra_tiles=3)
 
 
 def kernelbench(name: str) -> tuple[Path, dict[str, str]]:
