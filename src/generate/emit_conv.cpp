@@ -277,7 +277,7 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
       bn > std::max<int64_t>(32, next_pow2(c.cout_g())) ||
       bk > std::max<int64_t>(8, next_pow2(k_total)))
     return false;
-  if (2 * bk * (bm + bn + 1) * 4 > 48 * 1024) return false;  // double-buffered static shared memory
+  if (2 * bk * (bm + bn + 4) * 4 > 48 * 1024) return false;  // double-buffered static shared memory
   if (c.groups > 65535) return false;                        // blockIdx.z
   score += log2_distance(static_cast<double>(threads), 256.0);
   // A BK that divides the group's input channels keeps each K slice within one tap (K is

@@ -43,6 +43,7 @@ typedef void* cudaStream_t;
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static
 #define __syncthreads() ok_emu_barrier->arrive_and_wait()
 #define __ldg(p) (*(p))
