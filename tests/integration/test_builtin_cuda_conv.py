@@ -2,7 +2,8 @@
 by g++ against the CPU model of CUDA's execution (cuda_emulate.py: blocks in turn, a block's
 threads as threads, __syncthreads a barrier) and its ModelNew compared with the reference's
 PyTorch output. That checks the implicit GEMM's gather (groups, stride, padding, dilation,
-transposed taps, 1d-3d), its tile edges and double buffering, the direct kernel, and the fused
+transposed taps and the phase order whose tiles skip unreachable ones, 1d-3d), its tile edges,
+the thread tiles' vector runs and the double buffering, the direct kernel, and the fused
 epilogue. Candidates come from generate_candidates over the graph IR analyze gives in this process.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_cuda_conv.py
