@@ -19,6 +19,9 @@ namespace {
 using nlohmann::json;
 
 const int64_t kInt32Limit = (int64_t{1} << 31) - (int64_t{1} << 24);
+// The fewest output channels a group needs for CUDA's implicit GEMM: its channel tiles are 32 wide
+// or more, so below 4 at least 7 in 8 of its columns would be idle.
+const int64_t kGemmMinChannels = 4;
 
 // The shape and parameter slots every conv template shares.
 json shape_context(const Conv& c, const std::string& name) {
@@ -165,11 +168,14 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
   const std::string name = fmt::format("ok_conv_{}", index);
   json ctx = shape_context(c, name);
   auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
-  const bool direct = p.value("form", "gemm") == "direct";
+  // A plan's convs share one point, chosen by the largest: a conv with too few output channels a
+  // group for the GEMM (the depthwise half of a depthwise-separable pair) runs the direct kernel,
+  // its TCO at most its channels.
+  const bool direct = p.value("form", "gemm") == "direct" || c.cout_g() < kGemmMinChannels;
   ctx["launcher"] = fmt::format("ok_launch_conv_{}", index);
   Epilogue e;
   if (direct) {
-    const int64_t threads = at("threads"), tco = at("TCO");
+    const int64_t threads = at("threads"), tco = std::min(at("TCO"), next_pow2(c.cout_g()));
     ctx["threads"] = std::to_string(threads);
     ctx["TCO"] = std::to_string(tco);
     // Input channels whose weights (TCO channels x taps) are staged at once: at most 32 KiB.
@@ -269,7 +275,7 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
     if (c.batch * c.out_pixels() < 132 * threads) score += 1;
     return true;
   }
-  if (!at_first(s, p, {"threads", "TCO"})) return false;
+  if (!at_first(s, p, {"threads", "TCO"}) || c.cout_g() < kGemmMinChannels) return false;
   const int64_t bm = at("BM"), bn = at("BN"), bk = at("BK");
   const int64_t threads = (bm / at("TM")) * (bn / at("TN"));
   if (threads < 64 || threads > 512 || threads % bm != 0 || threads / bm > bk) return false;
@@ -284,7 +290,10 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
   // tap-major): one bounds test per slice instead of one per gathered element, and a strided
   // transposed conv's unreachable taps skipped.
   if (c.cin_g() % bk != 0 && c.cin_g() % 8 == 0) score += phases > 1 ? 8 : 2;
-  const int64_t blocks = ((gemm_rows(c) + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn) * c.groups;
+  // Channel tiles past the group's channels compute nothing (96 channels: BN 32, not 64).
+  const int64_t tiles_n = (c.cout_g() + bn - 1) / bn;
+  score += 3.0 * (static_cast<double>(tiles_n * bn) / static_cast<double>(c.cout_g()) - 1.0);
+  const int64_t blocks = ((gemm_rows(c) + bm - 1) / bm) * tiles_n * c.groups;
   if (blocks < 264 && bm * bn > 64 * 64) score += 2;  // fewer than 2 blocks per SM
   return true;
 }

@@ -102,10 +102,10 @@ def chosen(params: list, extra_tiles: int) -> list[int]:
     return picks
 
 
-def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int) -> None:
+def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int) -> set[str]:
+    """Runs the chosen candidates against the reference; returns the kernel forms they had."""
     files, params = candidates(tmp_path, ref, overrides)
     picks = chosen(params, extra_tiles)
-    assert {params[k]["cuda-conv"]["form"] for k in picks} == {"gemm", "direct"}, params
     reference = load_reference(str(ref), overrides, module_name=f"ref_{ref.stem}")
     torch.manual_seed(0)
     model = reference.module.Model(*reference.module.get_init_inputs())
@@ -120,12 +120,14 @@ def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int
             got = new(*inputs)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
                                    msg=lambda m: f"{ref.stem} {params[k]}: {m}")
+    return {params[k]["cuda-conv"]["form"] for k in picks}
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONAL))
 def test_cuda_conv_kernels_match_torch_on_the_cpu_model(tmp_path: Path, name: str) -> None:
-    check(tmp_path, write_reference(tmp_path / f"{name}.py", *FUNCTIONAL[name]), {},
-          extra_tiles=3)
+    forms = check(tmp_path, write_reference(tmp_path / f"{name}.py", *FUNCTIONAL[name]), {},
+                  extra_tiles=3)
+    assert forms == {"gemm", "direct"}
 
 
 def kernelbench(name: str) -> tuple[Path, dict[str, str]]:
