@@ -290,7 +290,7 @@ bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score
   // tap-major): one bounds test per slice instead of one per gathered element, and a strided
   // transposed conv's unreachable taps skipped.
   if (c.cin_g() % bk != 0 && c.cin_g() % 8 == 0) score += phases > 1 ? 8 : 2;
-  // Channel tiles past the group's channels compute nothing (96 channels: BN 32, not 64).
+  // Channel tiles past the group's channels compute nothing (96 channels in BN 64: a quarter idle).
   const int64_t tiles_n = (c.cout_g() + bn - 1) / bn;
   score += 3.0 * (static_cast<double>(tiles_n * bn) / static_cast<double>(c.cout_g()) - 1.0);
   const int64_t blocks = ((gemm_rows(c) + bm - 1) / bm) * tiles_n * c.groups;

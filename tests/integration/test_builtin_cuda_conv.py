@@ -36,8 +36,8 @@ pytestmark = pytest.mark.skipif(not GENERATE.is_file(),
 # Each a reference of its own: a stride, padding, dilation, groups, 1d-3d, transposed and a
 # level-2 tail, at shapes where M, N and K are no multiple of any tile; 16 and 8 input channels a
 # group (strided_3d_tail, transposed_2d_*) take the GEMM's per-slice tap test where BK divides
-# them, 3 and 17 input channels (and BK 32) the per-element one; the strided transposed ones have
-# phases of 108 and 168 pixels, so tiles of one phase skip the taps it cannot reach.
+# them, 3 and 17 input channels (and BK 32) the per-element one; transposed_2d_* have strided
+# phases of 168 and 108 pixels, so tiles of one phase skip the taps it cannot reach.
 FUNCTIONAL = {
     "grouped_dilated_same_bias": (
         "return F.conv2d(x, self.w, self.b, padding='same', dilation=2, groups=2)",
