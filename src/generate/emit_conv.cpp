@@ -3,7 +3,8 @@
 // padding, dilation and groups baked in as constants (spatial dims aligned right in three, so one
 // template serves 1d, 2d and 3d); the forward lines allocate the output and launch it. The bias is
 // the first user of each template's epilogue slot: statements run on every accumulated value
-// before its store, then a fused pointwise tail (make_epilogue, emit_epilogue.cpp).
+// before its store, then a fused pointwise tail (make_epilogue, emit_epilogue.cpp). Triton and CUDA
+// have two kernel forms, the axis `form` of their points: an implicit GEMM and a direct kernel.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@ namespace {
 using nlohmann::json;
 
 const int64_t kInt32Limit = (int64_t{1} << 31) - (int64_t{1} << 24);
+// The fewest output channels a group needs for CUDA's implicit GEMM: its channel tiles are 32 wide
+// or more, so below 4 at least 7 in 8 of its columns would be idle.
+const int64_t kGemmMinChannels = 4;
 
 // The shape and parameter slots every conv template shares.
 json shape_context(const Conv& c, const std::string& name) {
@@ -52,6 +56,18 @@ json shape_context(const Conv& c, const std::string& name) {
 bool needs_int64(const Conv& c) {
   const int64_t x = c.batch * c.cin * c.in_pixels(), y = c.batch * c.cout * c.out_pixels();
   return std::max({x, y, c.cin * c.cout_g() * c.taps()}) + 4096 >= kInt32Limit;
+}
+
+// The CUDA implicit GEMM's rows: the output pixels, a strided transposed conv's padded to whole
+// phases (o % stride per dim: the template orders its rows by phase).
+int64_t gemm_rows(const Conv& c) {
+  const bool phased = c.transposed && (c.stride[0] > 1 || c.stride[1] > 1 || c.stride[2] > 1);
+  int64_t rows = c.batch;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t f = phased ? c.stride[d] : 1;
+    rows *= f * ((c.out[d] + f - 1) / f);
+  }
+  return rows;
 }
 
 // forward's allocations: the value the kernel stores and the epilogue's other outputs.
@@ -151,18 +167,36 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
   const Conv& c = n.conv;
   const std::string name = fmt::format("ok_conv_{}", index);
   json ctx = shape_context(c, name);
-  const int64_t threads = p.at("threads").get<int64_t>(), tco = p.at("TCO").get<int64_t>();
-  ctx["threads"] = std::to_string(threads);
-  ctx["TCO"] = std::to_string(tco);
-  // Input channels whose weights (TCO channels x taps) are staged at once: at most 32 KiB.
-  ctx["CHUNK"] = std::to_string(
-      std::clamp<int64_t>(8192 / std::max<int64_t>(1, c.taps() * tco), 1, c.cin_g()));
-  Epilogue e = cpp_epilogue(g, n, G, skills, "cuda",
-                            "((n * COUT + co) * OD + od) * OH * OW + oh * OW + ow", 6, ctx);
+  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
+  // A plan's convs share one point, chosen by the largest: a conv with too few output channels a
+  // group for the GEMM (the depthwise half of a depthwise-separable pair) runs the direct kernel,
+  // its TCO at most its channels.
+  const bool direct = p.value("form", "gemm") == "direct" || c.cout_g() < kGemmMinChannels;
   ctx["launcher"] = fmt::format("ok_launch_conv_{}", index);
-  ctx["grid_x"] = std::to_string((c.batch * c.out_pixels() + threads - 1) / threads);
-  ctx["grid_y"] = std::to_string(c.groups * ((c.cout_g() + tco - 1) / tco));
-  std::string code = render_skill(skills, "cuda", "conv", "kernel", ctx) + "\n" +
+  Epilogue e;
+  if (direct) {
+    const int64_t threads = at("threads"), tco = std::min(at("TCO"), next_pow2(c.cout_g()));
+    ctx["threads"] = std::to_string(threads);
+    ctx["TCO"] = std::to_string(tco);
+    // Input channels whose weights (TCO channels x taps) are staged at once: at most 32 KiB.
+    ctx["CHUNK"] = std::to_string(
+        std::clamp<int64_t>(8192 / std::max<int64_t>(1, c.taps() * tco), 1, c.cin_g()));
+    e = cpp_epilogue(g, n, G, skills, "cuda",
+                     "((n * COUT + co) * OD + od) * OH * OW + oh * OW + ow", 6, ctx);
+    ctx["grid_x"] = std::to_string((c.batch * c.out_pixels() + threads - 1) / threads);
+    ctx["grid_y"] = std::to_string(c.groups * ((c.cout_g() + tco - 1) / tco));
+    ctx["grid_z"] = "1";
+  } else {
+    const int64_t bm = at("BM"), bn = at("BN");
+    for (const char* k : {"BM", "BN", "BK", "TM", "TN"}) ctx[k] = std::to_string(at(k));
+    ctx["threads"] = std::to_string((bm / at("TM")) * (bn / at("TN")));
+    ctx["index_t"] = needs_int64(c) ? "long long" : "int";
+    e = cpp_epilogue(g, n, G, skills, "cuda", "yi", 6, ctx);
+    ctx["grid_x"] = std::to_string(((gemm_rows(c) + bm - 1) / bm) * ((c.cout_g() + bn - 1) / bn));
+    ctx["grid_y"] = "1";
+    ctx["grid_z"] = std::to_string(c.groups);
+  }
+  std::string code = render_skill(skills, "cuda", "conv", direct ? "direct" : "gemm", ctx) + "\n" +
                      render_skill(skills, "cuda", "conv", "launcher", ctx) + "\n";
   std::vector<std::string> launch = allocs(g, n, e);
   launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_conv_{}({}, _ok_stream()))", index,
@@ -183,23 +217,28 @@ bool cpu_admissible(const Skill& s, const json& p, const Conv& c, double& score)
   return true;
 }
 
+// Whether each of `keys` keeps its first value (a point's parameters of the other kernel form).
+bool at_first(const Skill& s, const json& p, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (p.at(k) != s.params[k][0]) return false;
+  return true;
+}
+
 // Triton: the implicit GEMM (M = output pixels, N = output channels of a group, K = input
 // channels of a group x taps) wants N and K of 16 or more for tl.dot; the direct kernel suits the
 // depthwise and other thin convolutions. Parameters of the other form keep their first value.
 bool triton_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
   auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
-  auto first = [&](const char* k) { return p.at(k) == s.params[k][0]; };
   const bool direct = p.at("form") == "direct";
   const bool thin = c.cout_g() < 16 || c.cin_g() * c.taps() < 16;
   if (direct) {
-    if (!first("BLOCK_M") || !first("BLOCK_N") || !first("BLOCK_K") || !first("num_stages"))
-      return false;
+    if (!at_first(s, p, {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"})) return false;
     score += thin ? -8 : 8;
     score += log2_distance(static_cast<double>(at("num_warps")),
                            std::clamp(static_cast<double>(at("BLOCK")) / 128.0, 2.0, 8.0));
     return true;
   }
-  if (!first("BLOCK")) return false;
+  if (!at_first(s, p, {"BLOCK"})) return false;
   const int64_t bm = at("BLOCK_M"), bn = at("BLOCK_N"), bk = at("BLOCK_K");
   if (bm > std::max<int64_t>(16, next_pow2(c.batch * c.out_pixels())) ||
       bn > std::max<int64_t>(16, next_pow2(c.cout_g())) ||
@@ -212,14 +251,50 @@ bool triton_admissible(const Skill& s, const json& p, const Conv& c, double& sco
   return true;
 }
 
-bool cuda_admissible(const json& p, const Conv& c, double& score) {
-  const int64_t tco = p.at("TCO").get<int64_t>(), threads = p.at("threads").get<int64_t>();
-  if (tco > next_pow2(c.cout_g())) return false;
-  if (c.taps() * tco > 8192) return false;  // one input channel's weights in 32 KiB
-  score += log2_distance(static_cast<double>(tco),
-                         static_cast<double>(std::min<int64_t>(8, next_pow2(c.cout_g()))));
-  // Small outputs: fewer threads per block, more blocks.
-  if (c.batch * c.out_pixels() < 132 * threads) score += 1;
+// CUDA: the implicit GEMM (as Triton's, in FFMA) where the group has channels enough to share each
+// gathered input; the direct kernel for thin convolutions (depthwise) and for transposed ones
+// whose stride leaves most taps of every output outside the input where the GEMM cannot skip them
+// (it skips a tap's slices for a pixel tile of one phase when BK divides the group's input
+// channels; otherwise it multiplies their zeros, which the direct kernel skips). Parameters of the
+// other form keep their first value.
+bool cuda_admissible(const Skill& s, const json& p, const Conv& c, double& score) {
+  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
+  const int64_t k_total = c.cin_g() * c.taps();
+  const bool thin = c.cout_g() < 16 || k_total < 16;
+  const int64_t phases = c.transposed ? c.stride[0] * c.stride[1] * c.stride[2] : 1;
+  const bool sparse_taps = phases >= 8 && c.cin_g() % 8 != 0;  // at most 1 tap in 8 counts
+  if (p.at("form") == "direct") {
+    if (!at_first(s, p, {"BM", "BN", "BK", "TM", "TN"})) return false;
+    const int64_t tco = at("TCO"), threads = at("threads");
+    if (tco > next_pow2(c.cout_g())) return false;
+    if (c.taps() * tco > 8192) return false;  // one input channel's weights in 32 KiB
+    score += thin || sparse_taps ? -8 : 8;
+    score += log2_distance(static_cast<double>(tco),
+                           static_cast<double>(std::min<int64_t>(8, next_pow2(c.cout_g()))));
+    // Small outputs: fewer threads per block, more blocks.
+    if (c.batch * c.out_pixels() < 132 * threads) score += 1;
+    return true;
+  }
+  if (!at_first(s, p, {"threads", "TCO"}) || c.cout_g() < kGemmMinChannels) return false;
+  const int64_t bm = at("BM"), bn = at("BN"), bk = at("BK");
+  const int64_t threads = (bm / at("TM")) * (bn / at("TN"));
+  if (threads < 64 || threads > 512 || threads % bm != 0 || threads / bm > bk) return false;
+  if (bm > std::max<int64_t>(32, next_pow2(gemm_rows(c))) ||
+      bn > std::max<int64_t>(32, next_pow2(c.cout_g())) ||
+      bk > std::max<int64_t>(8, next_pow2(k_total)))
+    return false;
+  if (2 * bk * (bm + bn + 4) * 4 > 48 * 1024) return false;  // double-buffered static shared memory
+  if (c.groups > 65535) return false;                        // blockIdx.z
+  score += log2_distance(static_cast<double>(threads), 256.0);
+  // A BK that divides the group's input channels keeps each K slice within one tap (K is
+  // tap-major): one bounds test per slice instead of one per gathered element, and a strided
+  // transposed conv's unreachable taps skipped.
+  if (c.cin_g() % bk != 0 && c.cin_g() % 8 == 0) score += phases > 1 ? 8 : 2;
+  // Channel tiles past the group's channels compute nothing (96 channels in BN 64: a quarter idle).
+  const int64_t tiles_n = (c.cout_g() + bn - 1) / bn;
+  score += 3.0 * (static_cast<double>(tiles_n * bn) / static_cast<double>(c.cout_g()) - 1.0);
+  const int64_t blocks = ((gemm_rows(c) + bm - 1) / bm) * tiles_n * c.groups;
+  if (blocks < 264 && bm * bn > 64 * 64) score += 2;  // fewer than 2 blocks per SM
   return true;
 }
 
@@ -228,7 +303,7 @@ bool cuda_admissible(const json& p, const Conv& c, double& score) {
 bool conv_admissible(const Skill& s, json& p, const Conv& c, double& score) {
   if (s.backend == "cpu") return cpu_admissible(s, p, c, score);
   if (s.backend == "triton") return triton_admissible(s, p, c, score);
-  return cuda_admissible(p, c, score);
+  return cuda_admissible(s, p, c, score);
 }
 
 std::string describe_conv(const Conv& c) {

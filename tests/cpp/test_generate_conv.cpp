@@ -121,6 +121,18 @@ TEST(GenerateConv, ParameterSpacesFitTheShapesInPriorOrder) {
   Proposal dense = must(fixture("conv55_2d"), "triton", 0, 0);
   EXPECT_EQ(dense.candidates.at(0).params["triton-conv"]["form"], "gemm");
   EXPECT_NE(dense.candidates.at(0).source.find("input_precision=\"ieee\""), std::string::npos);
+  // CUDA: the implicit GEMM for a dense conv and for a transposed one whose stride 5 x 5 leaves
+  // each output 1 tap in 25 (8 input channels: BK 8 slices lie in one tap, skipped for pixel tiles
+  // of a phase the tap cannot reach); the direct kernel for a depthwise one and for a transposed
+  // stride 2 x 2 x 2 over 2 input channels a group (no slice within one tap: no skipping).
+  auto first_form = [](const char* name) {
+    return must(fixture(name), "cuda", 0, 1).candidates.at(0).params["cuda-conv"]["form"];
+  };
+  EXPECT_EQ(first_form("conv55_2d"), "gemm");
+  EXPECT_EQ(first_form("conv82_depthwise"), "direct");
+  EXPECT_EQ(first_form("conv81_t2d_all"), "gemm");
+  EXPECT_EQ(first_form("conv72_t3d_grouped"), "direct");
+  EXPECT_EQ(first_form("conv69_t2d_asym"), "gemm");
   for (const char* backend : {"cpu", "triton", "cuda"}) {
     Proposal p = must(fixture("conv63_2d"), backend, 0, 0);
     EXPECT_GE(p.candidates.size(), 8u) << backend;
@@ -163,15 +175,65 @@ TEST(GenerateConv, TritonSourcesParseAsPython) {
   fs::remove_all(dir);
 }
 
+TEST(GenerateConv, CudaImplicitGemmPointsFitTheirThreadsAndSharedMemory) {
+  // Every implicit-GEMM point: 64-512 threads, the gather's pixel column BM dividing them, at most
+  // K tile rows per pass, tiles no larger than the conv's dimensions rounded up, 48 KiB of shared
+  // memory; the implicit GEMM first.
+  const Conv c = convs("conv63_2d").at(0);  // M = 2 x 22 x 22, 16 output channels, K = 36
+  Proposal p = must(fixture("conv63_2d"), "cuda", 0, 0);
+  size_t gemm = 0;
+  for (const auto& cand : p.candidates) {
+    const auto& q = cand.params["cuda-conv"];
+    if (q["form"] != "gemm") continue;
+    ++gemm;
+    const int bm = q["BM"], bn = q["BN"], bk = q["BK"], tm = q["TM"], tn = q["TN"];
+    const int threads = (bm / tm) * (bn / tn);
+    EXPECT_TRUE(threads >= 64 && threads <= 512 && threads % bm == 0 && threads / bm <= bk)
+        << q.dump();
+    EXPECT_LE(bn, 32) << q.dump();  // 16 output channels: the smallest BN
+    EXPECT_LE(bk, 64) << q.dump();
+    EXPECT_LE(2 * bk * (bm + bn + 4) * 4, 48 * 1024) << q.dump();
+  }
+  EXPECT_GE(gemm, 8u);
+  EXPECT_EQ(c.cout_g(), 16);
+  EXPECT_EQ(p.candidates.at(0).params["cuda-conv"]["form"], "gemm");
+}
+
 TEST(GenerateConv, CudaSourcesCompileWithNvcc) {
   if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
   const fs::path dir = fs::temp_directory_path() / ("ok_conv_nvcc_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  for (const char* name : {"conv50_stride4_bias", "conv75_t2d_all", "conv86_separable"})
-    EXPECT_EQ(ok::testing::nvcc_compile(must(fixture(name), "cuda", 0, 1).candidates.at(0).source,
-                                        dir / name),
-              0)
-        << name;
+  // The first point of each form: strided and padded with a bias, transposed with everything,
+  // 3d transposed and grouped, two convs in one module, depthwise. Below 4 output channels a
+  // group (72: 2, 82: 1) only the direct kernel is offered.
+  for (const char* name : {"conv50_stride4_bias", "conv75_t2d_all", "conv72_t3d_grouped",
+                           "conv86_separable", "conv82_depthwise"}) {
+    std::set<std::string> forms;
+    for (const auto& c : must(fixture(name), "cuda", 0, 0).candidates) {
+      const std::string form = c.params["cuda-conv"]["form"];
+      if (!forms.insert(form).second) continue;
+      EXPECT_EQ(ok::testing::nvcc_compile(c.source, dir / (std::string(name) + "_" + form)), 0)
+          << name << " " << form;
+      // A depthwise-separable pair shares the point of its larger, pointwise conv: under a GEMM
+      // point the depthwise half still runs the direct kernel.
+      if (std::string(name) == "conv86_separable" && form == "gemm") {
+        EXPECT_NE(c.source.find("__shared__ float ws["), std::string::npos);
+        EXPECT_NE(c.source.find("SLICE_IN_TAP"), std::string::npos);
+      }
+    }
+    const bool thin =
+        std::string(name) == "conv72_t3d_grouped" || std::string(name) == "conv82_depthwise";
+    EXPECT_EQ(forms.size(), thin ? 1u : 2u) << name;
+  }
+  // Level1/76 at its real size: the input has 2.1e9 elements, so the GEMM indexes in 64 bits.
+  json ir = fixture("conv76_1d_strided");
+  ir["inputs"][0]["shape"] = {64, 64, 524280};
+  ir["attrs"][0]["shape"] = {128, 64, 3};
+  ir["nodes"][0]["shape"] = {64, 128, 174758};
+  const auto big = must(ir, "cuda", 0, 1).candidates.at(0);
+  EXPECT_EQ(big.params["cuda-conv"]["form"], "gemm");
+  EXPECT_NE(big.source.find("typedef long long I;"), std::string::npos);
+  EXPECT_EQ(ok::testing::nvcc_compile(big.source, dir / "conv76_full"), 0);
   fs::remove_all(dir);
 }
 

@@ -56,3 +56,32 @@ def optimize_builtin(tmp_path: Path, reference: Path, sets: list[str],
     forward = source[source.index("class ModelNew(Model):"):]
     assert not vendor.search(forward), forward
     return source
+
+
+def write_reference(path: Path, body: str, weight: str, bias: str, x: str) -> Path:
+    """A one-input reference at `path`: a Model with parameters `w` = weight and `b` = bias (Python
+    expressions), whose forward is `body` (statements over x, the last a return; continuation
+    lines indented by 8), on the input `x`."""
+    path.write_text(f"""import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter({weight})
+        self.b = nn.Parameter({bias})
+
+    def forward(self, x):
+        {body}
+
+
+def get_inputs():
+    return [{x}]
+
+
+def get_init_inputs():
+    return []
+""")
+    return path

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
+from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems, write_reference
 from locations import ROOT
 
 TABLE = ROOT / "tests/fixtures/generate/conv_problems.tsv"
@@ -53,28 +53,5 @@ FUNCTIONAL = {
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONAL))
 def test_functional_convs_are_correct(tmp_path: Path, name: str) -> None:
-    body, weight, bias, x = FUNCTIONAL[name]
-    ref = tmp_path / f"{name}.py"
-    ref.write_text(f"""import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter({weight})
-        self.b = nn.Parameter({bias})
-
-    def forward(self, x):
-        {body}
-
-
-def get_inputs():
-    return [{x}]
-
-
-def get_init_inputs():
-    return []
-""")
+    ref = write_reference(tmp_path / f"{name}.py", *FUNCTIONAL[name])
     optimize_builtin(tmp_path, ref, [], VENDOR)
