@@ -355,9 +355,23 @@ class Planner {
 
   std::string pattern_of(const KernelGroup& G) {
     if (!G.row) return "pointwise";
-    static const std::set<std::string> kRowOps = {
-        "softmax", "log_softmax", "layer_norm", "sum",  "mean",   "amax", "amin",
-        "prod",    "var",         "std",        "norm", "matmul", "mm",   "bmm"};
+    static const std::set<std::string> kRowOps = {"softmax",
+                                                  "log_softmax",
+                                                  "layer_norm",
+                                                  "sum",
+                                                  "mean",
+                                                  "amax",
+                                                  "amin",
+                                                  "prod",
+                                                  "var",
+                                                  "std",
+                                                  "norm",
+                                                  "matmul",
+                                                  "mm",
+                                                  "bmm",
+                                                  "logsumexp",
+                                                  "adaptive_avg_pool",
+                                                  "adaptive_max_pool"};
     // The norm family and the losses (lower_norm.cpp).
     static const std::set<std::string> kNormOps = {
         "batch_norm",   "instance_norm", "group_norm",

@@ -1,0 +1,169 @@
+// Level 2's logsumexp, clone/detach, dropout (eval) and adaptive average pooling: the KernelBench
+// problems of tests/fixtures/generate/level2_more_problems.tsv (the worker's analyze at reduced
+// sizes) supported on every backend with no PyTorch call kept; logsumexp as a max-shifted row
+// reduction (PyTorch's guard of an infinite max included); adaptive pooling as a mean or max over
+// the pooled dims, a plain pooling where the windows are even, refused where they are not;
+// Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "generate/generate.hpp"
+#include "generate/graph.hpp"
+#include "generate/skills.hpp"
+#include "support/generate_fixtures.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ok::generate::Graph;
+using ok::generate::Node;
+using ok::generate::NodeKind;
+using ok::generate::ReduceKind;
+using ok::testing::fixture;
+using ok::testing::kRoot;
+using ok::testing::kSkills;
+using ok::testing::must;
+using ok::testing::run;
+
+// {fixture, plan pattern} of every row of level2_more_problems.tsv. Reductions over extents of 1
+// (18's chain after its row sum) are views, so one row kernel follows the GEMM; the clones are
+// their input, so 40's and 20's tails still fuse into the product.
+const std::vector<std::pair<std::string, std::string>> kCases = {
+    {"l2_18_gemm_reductions_lse", "gemm+reduce:sum,amax,mean,logsumexp"},
+    {"l2_22_gemm_clamp_lse_mish", "gemm+reduce:logsumexp"},
+    {"l2_45_gemm_sigmoid_gemm_lse", "gemm:epilogue+gemm+reduce:logsumexp"},
+    {"l2_58_convt3d_lse_hardswish", "conv:transposed+reduce:logsumexp"},
+    {"l2_40_gemm_clone_residual", "gemm:epilogue"},
+    {"l2_20_convt3d_clone_residual", "conv:transposed:epilogue"},
+    {"l2_66_gemm_dropout_softmax", "gemm+row:softmax"},
+    {"l2_67_conv_gelu_adaptive_avg", "conv+reduce:adaptive_avg_pool"},
+    {"l2_77_convt3d_bn_adaptive_avg",
+     "conv:transposed:epilogue+pointwise+reduce:batch_norm,adaptive_avg_pool"},
+};
+
+const std::regex kVendor(R"(self\.\w+\(|_ok_attr\(self, "[^"]*"\)\(|_ok_torch\.(nn|matmul|mm|)"
+                         R"(logsumexp|clone|detach|dropout|adaptive))");
+
+Graph lowered(const json& ir) {
+  auto skills = ok::generate::load_skills(kSkills);
+  EXPECT_TRUE(skills.has_value());
+  auto l = ok::generate::lower(ir, *skills);
+  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
+  EXPECT_EQ(l->unsupported, "");
+  return l->graph;
+}
+
+// One node over x of `in` shape.
+json one_node(const std::string& op, json kwargs, json in, json out) {
+  return {{"traceable", true},
+          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
+          {"nodes", json::array({{{"name", "y"},
+                                  {"op", op},
+                                  {"args", json::array({{{"input", "x"}}})},
+                                  {"kwargs", kwargs},
+                                  {"shape", out},
+                                  {"dtype", "float32"}}})},
+          {"outputs", json::array({{{"node", "y"}}})}};
+}
+
+TEST(GenerateLevel2, EveryListedProblemIsSupportedWithoutAPyTorchCall) {
+  // Every row of the table has a case here.
+  std::ifstream in(kRoot / "tests" / "fixtures" / "generate" / "level2_more_problems.tsv");
+  size_t rows = 0;
+  for (std::string line; std::getline(in, line);) rows += !line.empty() && line[0] != '#';
+  EXPECT_EQ(rows, kCases.size());
+  ok::testing::expect_supported_without_vendor(kCases, kVendor, 4);
+}
+
+TEST(GenerateLevel2, LogsumexpIsAMaxShiftedSumOverItsDims) {
+  // Over the middle dim of [2, 5, 3] without keepdim: reductions keep the dim, a view drops it.
+  const Graph g =
+      lowered(one_node("logsumexp", {{"dim", {1}}, {"keepdim", false}}, {2, 5, 3}, {2, 3}));
+  std::vector<ReduceKind> reductions;
+  bool guard = false;
+  for (const Node& n : g.nodes) {
+    if (n.kind == NodeKind::kReduce) {
+      reductions.push_back(n.reduce);
+      EXPECT_EQ(n.dims, std::vector<int>{1});
+      EXPECT_EQ(g.values[n.out].shape, (ok::generate::Shape{2, 1, 3}));
+    }
+    guard |= n.kind == NodeKind::kElementwise && n.op == "select";  // 0 for an infinite max
+  }
+  EXPECT_EQ(reductions, (std::vector<ReduceKind>{ReduceKind::kMax, ReduceKind::kSum}));
+  EXPECT_TRUE(guard);
+  const Node& out = g.nodes.at(g.values.at(g.output).producer);
+  EXPECT_EQ(out.kind, NodeKind::kView);
+  EXPECT_EQ(g.values[g.output].shape, (ok::generate::Shape{2, 3}));
+  // keepdim: the add of the log and the shift is the output.
+  const Graph k =
+      lowered(one_node("logsumexp", {{"dim", {1}}, {"keepdim", true}}, {2, 5, 3}, {2, 1, 3}));
+  EXPECT_EQ(k.nodes.at(k.values.at(k.output).producer).op, "add");
+}
+
+TEST(GenerateLevel2, AdaptivePoolingIsAMeanAPoolingOrRefused) {
+  // To 1 x 1: a sum over the two pooled dims times 1 / 20, no window kernel.
+  const Graph global =
+      lowered(one_node("adaptive_avg_pool", {{"output_size", {1, 1}}}, {2, 3, 4, 5}, {2, 3, 1, 1}));
+  ASSERT_EQ(global.nodes.size(), 2u);
+  EXPECT_EQ(global.nodes[0].kind, NodeKind::kReduce);
+  EXPECT_EQ(global.nodes[0].dims, (std::vector<int>{2, 3}));
+  EXPECT_EQ(global.nodes[1].op, "mul");
+  EXPECT_DOUBLE_EQ(global.nodes[1].args[1].scalar, 1.0 / 20);
+  const Graph max =
+      lowered(one_node("adaptive_max_pool", {{"output_size", {1}}}, {2, 3, 7}, {2, 3, 1}));
+  ASSERT_EQ(max.nodes.size(), 1u);
+  EXPECT_EQ(max.nodes[0].reduce, ReduceKind::kMax);
+  // Even windows: the plain pooling, kernel = stride = input / output.
+  const Graph even = lowered(
+      one_node("adaptive_avg_pool", {{"output_size", {2, 1, 5}}}, {2, 4, 6, 10}, {2, 2, 1, 5}));
+  ASSERT_EQ(even.nodes.size(), 1u);
+  const auto& w = even.nodes[0].window;
+  EXPECT_EQ(even.nodes[0].op, "avg_pool");
+  EXPECT_EQ(std::vector<int64_t>(w.kernel, w.kernel + 3), (std::vector<int64_t>{2, 6, 2}));
+  EXPECT_EQ(std::vector<int64_t>(w.stride, w.stride + 3), (std::vector<int64_t>{2, 6, 2}));
+  EXPECT_EQ(std::vector<int64_t>(w.out, w.out + 3), (std::vector<int64_t>{2, 1, 5}));
+  // Uneven windows (7 to 3: PyTorch's windows of 3, 3 and 3 elements overlapping) are refused.
+  auto skills = ok::generate::load_skills(kSkills);
+  auto r = ok::generate::lower(
+      one_node("adaptive_avg_pool", {{"output_size", {3}}}, {2, 3, 7}, {2, 3, 3}), *skills);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->unsupported.find("windows of uneven sizes"), std::string::npos) << r->unsupported;
+}
+
+TEST(GenerateLevel2, TritonSourcesParseAsPython) {
+  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const fs::path dir = fs::temp_directory_path() / ("ok_l2more_ast_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const auto& [name, pattern] : kCases) {
+    const fs::path file = dir / (name + ".py");
+    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
+    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
+                  file.string()),
+              0)
+        << name;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(GenerateLevel2, CudaSourcesCompileWithNvcc) {
+  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
+  const fs::path dir = fs::temp_directory_path() / ("ok_l2more_nvcc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string files;
+  for (const auto& [name, pattern] : kCases) {
+    const std::string cu =
+        ok::testing::cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
+    ASSERT_FALSE(cu.empty()) << name;
+    std::ofstream(dir / (name + ".cu")) << cu;
+    files += " " + name + ".cu";
+  }
+  EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
