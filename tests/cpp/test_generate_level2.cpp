@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
 #include "generate/generate.hpp"
 #include "generate/graph.hpp"
+#include "generate/plan.hpp"
 #include "generate/skills.hpp"
 #include "support/generate_fixtures.hpp"
 
@@ -42,8 +44,7 @@ const std::vector<std::pair<std::string, std::string>> kCases = {
     {"l2_20_convt3d_clone_residual", "conv:transposed:epilogue"},
     {"l2_66_gemm_dropout_softmax", "gemm+row:softmax"},
     {"l2_67_conv_gelu_adaptive_avg", "conv+reduce:adaptive_avg_pool"},
-    {"l2_77_convt3d_bn_adaptive_avg",
-     "conv:transposed:epilogue+pointwise+reduce:batch_norm,adaptive_avg_pool"},
+    {"l2_77_convt3d_bn_adaptive_avg", "conv:transposed:epilogue+reduce:adaptive_avg_pool"},
 };
 
 const std::regex kVendor(R"(self\.\w+\(|_ok_attr\(self, "[^"]*"\)\(|_ok_torch\.(nn|matmul|mm|)"
@@ -133,6 +134,34 @@ TEST(GenerateLevel2, AdaptivePoolingIsAMeanAPoolingOrRefused) {
       one_node("adaptive_avg_pool", {{"output_size", {3}}}, {2, 3, 7}, {2, 3, 3}), *skills);
   ASSERT_TRUE(r.has_value());
   EXPECT_NE(r->unsupported.find("windows of uneven sizes"), std::string::npos) << r->unsupported;
+}
+
+ok::generate::Plan planned(const json& ir) {
+  auto skills = ok::generate::load_skills(kSkills);
+  EXPECT_TRUE(skills.has_value());
+  auto p = ok::generate::make_plan(lowered(ir), *skills);
+  EXPECT_EQ(p.unsupported, "");
+  return p.plan;
+}
+
+TEST(GenerateLevel2, PerChannelValuesAreComputedInlineInTheEpilogue) {
+  // 77: the eval-mode BatchNorm's rsqrt(running_var + eps), [C, 1, 1, 1], is computed per element
+  // in the transposed convolution's epilogue, at the shape of the value it scales.
+  const ok::generate::Plan plan = planned(fixture("l2_77_convt3d_bn_adaptive_avg"));
+  auto conv = std::find_if(plan.steps.begin(), plan.steps.end(),
+                           [](const auto& s) { return s.kind == ok::generate::StepKind::kConv; });
+  ASSERT_NE(conv, plan.steps.end());
+  ASSERT_GE(conv->epilogue, 0);
+  const auto& G = plan.groups.at(static_cast<size_t>(conv->epilogue));
+  EXPECT_EQ(G.broadcast.size(), 2u);  // running_var + eps, and its rsqrt
+  for (const auto& [v, ctx] : G.broadcast) EXPECT_EQ(ctx, (ok::generate::Shape{2, 4, 5, 6, 7}));
+  // exp(v) of [8] read inline by relu(x) * e and again after the row sum: it must be stored, so
+  // the plan is made again without inlining (exp a kernel of its own).
+  const ok::generate::Plan escape = planned(fixture("broadcast_escape"));
+  size_t kernels = 0;
+  for (const auto& step : escape.steps) kernels += step.kind == ok::generate::StepKind::kKernel;
+  EXPECT_EQ(kernels, 3u);
+  for (const auto& g : escape.groups) EXPECT_TRUE(g.broadcast.empty());
 }
 
 TEST(GenerateLevel2, TritonSourcesParseAsPython) {

@@ -24,7 +24,8 @@ TABLE = ROOT / "tests/fixtures/generate/level2_problems.tsv"
 MORE = ROOT / "tests/fixtures/generate/level2_more_problems.tsv"
 MORE_CHOSEN = ["l2_45_gemm_sigmoid_gemm_lse", "l2_40_gemm_clone_residual",
                "l2_67_conv_gelu_adaptive_avg"]
-CHOSEN = ["l2_12_gemm_mul_leaky", "l2_1_conv_relu_bias", "l2_26_convt3d_add_hardswish"]
+CHOSEN = ["l2_12_gemm_mul_leaky", "l2_1_conv_relu_bias", "l2_26_convt3d_add_hardswish",
+          "l2_73_conv_bn_scale"]
 VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.|matmul|mm|conv|logsumexp|clone|detach|dropout|"
                     r"adaptive)|F\.(linear|conv)|self\.\w+\(|_ok_attr\(self, ")
 
@@ -85,3 +86,49 @@ def get_init_inputs():
     return []
 """)
     optimize_builtin(tmp_path, ref, [], VENDOR)
+
+
+# Per-channel values recomputed per element in the epilogue (an eval-mode BatchNorm's
+# rsqrt(running_var + eps), plan.hpp's KernelGroup::broadcast) must index their [C] buffers by
+# channel: running statistics, weight and bias are random here (KernelBench's are 0, 1, 1, 0). The
+# last case reads exp(v) both inline and after a reduction, so the planner falls back to a kernel
+# of its own for it.
+@pytest.mark.parametrize("init,forward,inputs", [
+    ("self.conv = nn.Conv2d(3, 6, 3)\nself.bn = nn.BatchNorm2d(6)",
+     "return self.bn(self.conv(x)) * 2.0", "torch.randn(2, 3, 9, 11)"),
+    ("self.fc = nn.Linear(20, 12)\nself.bn = nn.BatchNorm1d(12)",
+     "return torch.relu(self.bn(self.fc(x) * 0.5))", "torch.randn(5, 20)"),
+    ("self.v = nn.Parameter(torch.randn(8))",
+     "y = torch.relu(x)\ne = torch.exp(self.v)\nreturn (y * e).sum(1, keepdim=True) * e",
+     "torch.randn(4, 8)"),
+])
+def test_per_channel_values_inline_in_the_epilogue(tmp_path: Path, init: str, forward: str,
+                                                    inputs: str) -> None:
+    indent = "\n        "
+    randomise = ("for m in self.modules():\n    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
+                 "        m.running_mean.normal_()\n        m.running_var.uniform_(0.5, 2.0)\n"
+                 "        m.weight.data.normal_()\n        m.bias.data.normal_()")
+    ref = tmp_path / "reference.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {indent.join((init + chr(10) + randomise).splitlines())}
+
+    def forward(self, x):
+        {indent.join(forward.splitlines())}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+""")
+    source = optimize_builtin(tmp_path, ref, [], VENDOR)
+    if "bn" in init:
+        check_one_fused_kernel(source)
