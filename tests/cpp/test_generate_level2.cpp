@@ -5,10 +5,8 @@
 // the pooled dims, a plain pooling where the windows are even, refused where they are not;
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -20,7 +18,6 @@
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Graph;
 using ok::generate::Node;
@@ -30,7 +27,6 @@ using ok::testing::fixture;
 using ok::testing::kRoot;
 using ok::testing::kSkills;
 using ok::testing::must;
-using ok::testing::run;
 
 // {fixture, plan pattern} of every row of level2_more_problems.tsv. Reductions over extents of 1
 // (18's chain after its row sum) are views, so one row kernel follows the GEMM; the clones are
@@ -165,34 +161,11 @@ TEST(GenerateLevel2, PerChannelValuesAreComputedInlineInTheEpilogue) {
 }
 
 TEST(GenerateLevel2, TritonSourcesParseAsPython) {
-  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  const fs::path dir = fs::temp_directory_path() / ("ok_l2more_ast_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const auto& [name, pattern] : kCases) {
-    const fs::path file = dir / (name + ".py");
-    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
-    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
-                  file.string()),
-              0)
-        << name;
-  }
-  fs::remove_all(dir);
+  ok::testing::expect_triton_parses(kCases, "l2more");
 }
 
 TEST(GenerateLevel2, CudaSourcesCompileWithNvcc) {
-  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
-  const fs::path dir = fs::temp_directory_path() / ("ok_l2more_nvcc_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::string files;
-  for (const auto& [name, pattern] : kCases) {
-    const std::string cu =
-        ok::testing::cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
-    ASSERT_FALSE(cu.empty()) << name;
-    std::ofstream(dir / (name + ".cu")) << cu;
-    files += " " + name + ".cu";
-  }
-  EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);
-  fs::remove_all(dir);
+  ok::testing::expect_cuda_compiles(kCases, "l2more");
 }
 
 }  // namespace

@@ -4,13 +4,8 @@
 // shapes and parameters as PyTorch computes them; the scans absorbed from flips, cat and masks;
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 
@@ -21,7 +16,6 @@
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Graph;
 using ok::generate::Node;
@@ -31,7 +25,6 @@ using ok::testing::fixture;
 using ok::testing::forward_of;
 using ok::testing::kSkills;
 using ok::testing::must;
-using ok::testing::run;
 
 const std::vector<std::pair<std::string, std::string>> kCases = {
     {"max_pool_1d", "pool:max"},
@@ -178,35 +171,11 @@ TEST(GenerateWindow, ParameterSpacesDropWhatCannotApply) {
 }
 
 TEST(GenerateWindow, TritonSourcesParseAsPython) {
-  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  const fs::path dir = fs::temp_directory_path() / ("ok_window_ast_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const auto& [name, pattern] : kCases) {
-    const fs::path file = dir / (name + ".py");
-    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
-    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
-                  file.string()),
-              0)
-        << name;
-  }
-  fs::remove_all(dir);
+  ok::testing::expect_triton_parses(kCases, "window");
 }
 
 TEST(GenerateWindow, CudaSourcesCompileWithNvcc) {
-  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
-  const fs::path dir = fs::temp_directory_path() / ("ok_window_nvcc_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  // Every problem's kernel, one file each, compiled by one nvcc call.
-  std::string files;
-  for (const auto& [name, pattern] : kCases) {
-    const std::string cu =
-        ok::testing::cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
-    ASSERT_FALSE(cu.empty()) << name;
-    std::ofstream(dir / (name + ".cu")) << cu;
-    files += " " + name + ".cu";
-  }
-  EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);
-  fs::remove_all(dir);
+  ok::testing::expect_cuda_compiles(kCases, "window");
 }
 
 }  // namespace
