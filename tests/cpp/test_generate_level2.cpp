@@ -26,6 +26,7 @@ using ok::generate::ReduceKind;
 using ok::testing::fixture;
 using ok::testing::kRoot;
 using ok::testing::kSkills;
+using ok::testing::lowered;
 using ok::testing::must;
 
 // {fixture, plan pattern} of every row of level2_more_problems.tsv. Reductions over extents of 1
@@ -46,28 +47,6 @@ const std::vector<std::pair<std::string, std::string>> kCases = {
 const std::regex kVendor(R"(self\.\w+\(|_ok_attr\(self, "[^"]*"\)\(|_ok_torch\.(nn|matmul|mm|)"
                          R"(logsumexp|clone|detach|dropout|adaptive))");
 
-Graph lowered(const json& ir) {
-  auto skills = ok::generate::load_skills(kSkills);
-  EXPECT_TRUE(skills.has_value());
-  auto l = ok::generate::lower(ir, *skills);
-  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
-  EXPECT_EQ(l->unsupported, "");
-  return l->graph;
-}
-
-// One node over x of `in` shape.
-json one_node(const std::string& op, json kwargs, json in, json out) {
-  return {{"traceable", true},
-          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
-          {"nodes", json::array({{{"name", "y"},
-                                  {"op", op},
-                                  {"args", json::array({{{"input", "x"}}})},
-                                  {"kwargs", kwargs},
-                                  {"shape", out},
-                                  {"dtype", "float32"}}})},
-          {"outputs", json::array({{{"node", "y"}}})}};
-}
-
 TEST(GenerateLevel2, EveryListedProblemIsSupportedWithoutAPyTorchCall) {
   // Every row of the table has a case here.
   std::ifstream in(kRoot / "tests" / "fixtures" / "generate" / "level2_more_problems.tsv");
@@ -79,8 +58,8 @@ TEST(GenerateLevel2, EveryListedProblemIsSupportedWithoutAPyTorchCall) {
 
 TEST(GenerateLevel2, LogsumexpIsAMaxShiftedSumOverItsDims) {
   // Over the middle dim of [2, 5, 3] without keepdim: reductions keep the dim, a view drops it.
-  const Graph g =
-      lowered(one_node("logsumexp", {{"dim", {1}}, {"keepdim", false}}, {2, 5, 3}, {2, 3}));
+  const Graph g = lowered(
+      ok::testing::single_node("logsumexp", {{"dim", {1}}, {"keepdim", false}}, {2, 5, 3}, {2, 3}));
   std::vector<ReduceKind> reductions;
   bool guard = false;
   for (const Node& n : g.nodes) {
@@ -97,27 +76,27 @@ TEST(GenerateLevel2, LogsumexpIsAMaxShiftedSumOverItsDims) {
   EXPECT_EQ(out.kind, NodeKind::kView);
   EXPECT_EQ(g.values[g.output].shape, (ok::generate::Shape{2, 3}));
   // keepdim: the add of the log and the shift is the output.
-  const Graph k =
-      lowered(one_node("logsumexp", {{"dim", {1}}, {"keepdim", true}}, {2, 5, 3}, {2, 1, 3}));
+  const Graph k = lowered(ok::testing::single_node("logsumexp", {{"dim", {1}}, {"keepdim", true}},
+                                                   {2, 5, 3}, {2, 1, 3}));
   EXPECT_EQ(k.nodes.at(k.values.at(k.output).producer).op, "add");
 }
 
 TEST(GenerateLevel2, AdaptivePoolingIsAMeanAPoolingOrRefused) {
   // To 1 x 1: a sum over the two pooled dims times 1 / 20, no window kernel.
-  const Graph global =
-      lowered(one_node("adaptive_avg_pool", {{"output_size", {1, 1}}}, {2, 3, 4, 5}, {2, 3, 1, 1}));
+  const Graph global = lowered(ok::testing::single_node(
+      "adaptive_avg_pool", {{"output_size", {1, 1}}}, {2, 3, 4, 5}, {2, 3, 1, 1}));
   ASSERT_EQ(global.nodes.size(), 2u);
   EXPECT_EQ(global.nodes[0].kind, NodeKind::kReduce);
   EXPECT_EQ(global.nodes[0].dims, (std::vector<int>{2, 3}));
   EXPECT_EQ(global.nodes[1].op, "mul");
   EXPECT_DOUBLE_EQ(global.nodes[1].args[1].scalar, 1.0 / 20);
-  const Graph max =
-      lowered(one_node("adaptive_max_pool", {{"output_size", {1}}}, {2, 3, 7}, {2, 3, 1}));
+  const Graph max = lowered(
+      ok::testing::single_node("adaptive_max_pool", {{"output_size", {1}}}, {2, 3, 7}, {2, 3, 1}));
   ASSERT_EQ(max.nodes.size(), 1u);
   EXPECT_EQ(max.nodes[0].reduce, ReduceKind::kMax);
   // Even windows: the plain pooling, kernel = stride = input / output.
-  const Graph even = lowered(
-      one_node("adaptive_avg_pool", {{"output_size", {2, 1, 5}}}, {2, 4, 6, 10}, {2, 2, 1, 5}));
+  const Graph even = lowered(ok::testing::single_node(
+      "adaptive_avg_pool", {{"output_size", {2, 1, 5}}}, {2, 4, 6, 10}, {2, 2, 1, 5}));
   ASSERT_EQ(even.nodes.size(), 1u);
   const auto& w = even.nodes[0].window;
   EXPECT_EQ(even.nodes[0].op, "avg_pool");
@@ -127,7 +106,8 @@ TEST(GenerateLevel2, AdaptivePoolingIsAMeanAPoolingOrRefused) {
   // Uneven windows (7 to 3: PyTorch's windows of 3, 3 and 3 elements overlapping) are refused.
   auto skills = ok::generate::load_skills(kSkills);
   auto r = ok::generate::lower(
-      one_node("adaptive_avg_pool", {{"output_size", {3}}}, {2, 3, 7}, {2, 3, 3}), *skills);
+      ok::testing::single_node("adaptive_avg_pool", {{"output_size", {3}}}, {2, 3, 7}, {2, 3, 3}),
+      *skills);
   ASSERT_TRUE(r.has_value());
   EXPECT_NE(r->unsupported.find("windows of uneven sizes"), std::string::npos) << r->unsupported;
 }

@@ -24,6 +24,7 @@ using ok::generate::Proposal;
 using ok::testing::fixture;
 using ok::testing::forward_of;
 using ok::testing::kSkills;
+using ok::testing::lowered;
 using ok::testing::must;
 
 const std::vector<std::pair<std::string, std::string>> kCases = {
@@ -41,32 +42,9 @@ const std::vector<std::pair<std::string, std::string>> kCases = {
     {"cumsum_exclusive", "scan:sum,exclusive"},
     {"masked_cumsum", "scan:sum,masked"}};
 
-Graph lowered(const json& ir) {
-  auto skills = ok::generate::load_skills(kSkills);
-  EXPECT_TRUE(skills.has_value());
-  auto l = ok::generate::lower(ir, *skills);
-  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
-  EXPECT_EQ(l->unsupported, "");
-  return l->graph;
-}
-
 // The node computing the graph's output.
 const Node& output_node(const Graph& g) {
   return g.nodes.at(g.values.at(g.output).producer);
-}
-
-// One node over x of `in` shape.
-json one_node(const std::string& op, json kwargs, json in, json out) {
-  json x = {{"input", "x"}};
-  return {{"traceable", true},
-          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
-          {"nodes", json::array({{{"name", "y"},
-                                  {"op", op},
-                                  {"args", json::array({x})},
-                                  {"kwargs", kwargs},
-                                  {"shape", out},
-                                  {"dtype", "float32"}}})},
-          {"outputs", json::array({{{"node", "y"}}})}};
 }
 
 TEST(GenerateWindow, EveryLevel1WindowProblemIsSupportedWithoutAVendorCall) {
@@ -89,22 +67,22 @@ TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {
   EXPECT_EQ(w1.kernel[2], 8);
   EXPECT_EQ(w1.out[2], 37);
   // ceil_mode keeps a last window that starts inside the input (or its left padding).
-  json ceil = one_node("max_pool",
-                       {{"kernel_size", {2}},
-                        {"stride", {2}},
-                        {"padding", {0}},
-                        {"dilation", {1}},
-                        {"ceil_mode", true}},
-                       {2, 7}, {2, 4});
+  json ceil = ok::testing::single_node("max_pool",
+                                       {{"kernel_size", {2}},
+                                        {"stride", {2}},
+                                        {"padding", {0}},
+                                        {"dilation", {1}},
+                                        {"ceil_mode", true}},
+                                       {2, 7}, {2, 4});
   EXPECT_EQ(output_node(lowered(ceil)).window.out[2], 4);
-  json avg = one_node("avg_pool",
-                      {{"kernel_size", {3, 3}},
-                       {"stride", {2, 2}},
-                       {"padding", {1, 1}},
-                       {"ceil_mode", false},
-                       {"count_include_pad", false},
-                       {"divisor_override", 5}},
-                      {1, 7, 7}, {1, 4, 4});
+  json avg = ok::testing::single_node("avg_pool",
+                                      {{"kernel_size", {3, 3}},
+                                       {"stride", {2, 2}},
+                                       {"padding", {1, 1}},
+                                       {"ceil_mode", false},
+                                       {"count_include_pad", false},
+                                       {"divisor_override", 5}},
+                                      {1, 7, 7}, {1, 4, 4});
   const auto wa = output_node(lowered(avg)).window;
   EXPECT_FALSE(wa.count_include_pad);
   EXPECT_EQ(wa.divisor, 5);
@@ -113,7 +91,8 @@ TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {
   ceil["nodes"][0]["shape"] = {2, 3};
   EXPECT_FALSE(ok::generate::lower(ceil, *skills).has_value());
   // Padding over half the window is refused, as PyTorch refuses it.
-  json wide = one_node("max_pool", {{"kernel_size", {2}}, {"padding", {2}}}, {2, 7}, {2, 6});
+  json wide = ok::testing::single_node("max_pool", {{"kernel_size", {2}}, {"padding", {2}}}, {2, 7},
+                                       {2, 6});
   auto r = ok::generate::lower(wide, *skills);
   ASSERT_TRUE(r.has_value());
   EXPECT_NE(r->unsupported.find("padding 2"), std::string::npos) << r->unsupported;
@@ -143,7 +122,7 @@ TEST(GenerateWindow, ScansAbsorbFlipsCatAndMasks) {
 }
 
 TEST(GenerateWindow, WhatNoScanAbsorbsIsRefusedWithAReason) {
-  auto flip = one_node("flip", {{"dims", {1}}}, {4, 8}, {4, 8});
+  auto flip = ok::testing::single_node("flip", {{"dims", {1}}}, {4, 8}, {4, 8});
   Proposal p = must(flip, "cpu");
   EXPECT_FALSE(p.supported);
   EXPECT_NE(p.reason.find("flip is generated only where a scan absorbs it"), std::string::npos)

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "generate/generate.hpp"
+#include "generate/graph.hpp"
 
 namespace ok::testing {
 
@@ -94,6 +95,32 @@ inline void expect_supported_without_vendor(
             << forward_of(c.source);
     }
   }
+}
+
+// lower() of an IR that must lower and be supported; fails the current test otherwise.
+inline generate::Graph lowered(const nlohmann::json& ir) {
+  auto skills = generate::load_skills(kSkills);
+  EXPECT_TRUE(skills.has_value());
+  auto l = generate::lower(ir, *skills);
+  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
+  if (!l) return {};
+  EXPECT_EQ(l->unsupported, "");
+  return l->graph;
+}
+
+// An IR of one float32 node `op` {kwargs} over the input x of shape `in`, giving `out`.
+inline nlohmann::json single_node(const std::string& op, nlohmann::json kwargs, nlohmann::json in,
+                                  nlohmann::json out) {
+  using nlohmann::json;
+  return {{"traceable", true},
+          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
+          {"nodes", json::array({{{"name", "y"},
+                                  {"op", op},
+                                  {"args", json::array({{{"input", "x"}}})},
+                                  {"kwargs", kwargs},
+                                  {"shape", out},
+                                  {"dtype", "float32"}}})},
+          {"outputs", json::array({{{"node", "y"}}})}};
 }
 
 // The first Triton candidate of each case's fixture parses as Python (skips without
