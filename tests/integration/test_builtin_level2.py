@@ -90,14 +90,16 @@ def get_init_inputs():
 
 # Per-channel values recomputed per element in the epilogue (an eval-mode BatchNorm's
 # rsqrt(running_var + eps), plan.hpp's KernelGroup::broadcast) must index their [C] buffers by
-# channel: running statistics, weight and bias are random here (KernelBench's are 0, 1, 1, 0). The
-# last case reads exp(v) both inline and after a reduction, so the planner falls back to a kernel
-# of its own for it.
+# channel: running statistics, weight and bias are random here (KernelBench's are 0, 1, 1, 0); after
+# a convolution, after nn.Linear, and alone (a pointwise kernel of the forward's input). The last
+# case reads exp(v) both inline and after a reduction, so the planner falls back to a kernel of its
+# own for it.
 @pytest.mark.parametrize("init,forward,inputs", [
     ("self.conv = nn.Conv2d(3, 6, 3)\nself.bn = nn.BatchNorm2d(6)",
      "return self.bn(self.conv(x)) * 2.0", "torch.randn(2, 3, 9, 11)"),
     ("self.fc = nn.Linear(20, 12)\nself.bn = nn.BatchNorm1d(12)",
      "return torch.relu(self.bn(self.fc(x) * 0.5))", "torch.randn(5, 20)"),
+    ("self.bn = nn.BatchNorm2d(4)", "return self.bn(x) * 2.0", "torch.randn(2, 4, 5, 6)"),
     ("self.v = nn.Parameter(torch.randn(8))",
      "y = torch.relu(x)\ne = torch.exp(self.v)\nreturn (y * e).sum(1, keepdim=True) * e",
      "torch.randn(4, 8)"),
@@ -130,5 +132,5 @@ def get_init_inputs():
     return []
 """)
     source = optimize_builtin(tmp_path, ref, [], VENDOR)
-    if "bn" in init:
+    if "conv" in init or "fc" in init:
         check_one_fused_kernel(source)
