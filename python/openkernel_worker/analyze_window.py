@@ -1,7 +1,8 @@
 """`analyze`'s window and scan ops (docs/graph-ir.md, "Pooling, scans and index views"): max and
-average pooling in 1-3 spatial dims (adaptive too), cumulative sums and products, and the index views around them
-(flip, narrow, select, zeros_like, cat), as table entries (analyze_ops.table_entries), module forms
-(analyze_ops.module_form) and the Builder's families (a mixin of analyze_builder.Builder).
+average pooling in 1-3 spatial dims (adaptive too), cumulative sums and products, and the index
+views around them (flip, narrow, select, zeros_like, cat), as table entries
+(analyze_ops.table_entries), module forms (analyze_ops.module_form) and the Builder's families (a
+mixin of analyze_builder.Builder).
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ def window_entries() -> Entries:
                                      ceil_mode=False, count_include_pad=True,
                                      divisor_override=None: None), "pool", {"rank": n}))
     for n in (1, 2, 3):
-        yield ([f"torch.nn.functional.adaptive_avg_pool{n}d", f"torch._C._nn.adaptive_avg_pool{n}d"]
-               + (["torch.adaptive_avg_pool1d"] if n == 1 else []),
+        yield ([f"torch.nn.functional.adaptive_avg_pool{n}d",
+                f"torch._C._nn.adaptive_avg_pool{n}d"] + (["torch.adaptive_avg_pool1d"] if n == 1
+                                                           else []),
                Spec("adaptive_avg_pool", _sig(lambda input, output_size: None), "adaptive_pool",
                     {"rank": n}))
         yield ([f"torch.nn.functional.adaptive_max_pool{n}d"],
@@ -61,7 +63,8 @@ def window_entries() -> Entries:
 
 
 def window_module_form(mod: Any) -> tuple[Any, dict[str, Any]] | None:
-    """nn.MaxPoolNd / nn.AvgPoolNd / nn.Adaptive{Avg,Max}PoolNd -> (the functional, its arguments but the input), else None."""
+    """nn.MaxPoolNd / nn.AvgPoolNd / nn.Adaptive{Avg,Max}PoolNd -> (the functional, its arguments
+    but the input), else None."""
     import torch.nn as nn
     import torch.nn.functional as F
 

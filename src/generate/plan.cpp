@@ -413,23 +413,12 @@ class Planner {
 
   std::string pattern_of(const KernelGroup& G) {
     if (!G.row) return "pointwise";
-    static const std::set<std::string> kRowOps = {"softmax",
-                                                  "log_softmax",
-                                                  "layer_norm",
-                                                  "sum",
-                                                  "mean",
-                                                  "amax",
-                                                  "amin",
-                                                  "prod",
-                                                  "var",
-                                                  "std",
-                                                  "norm",
-                                                  "matmul",
-                                                  "mm",
-                                                  "bmm",
-                                                  "logsumexp",
-                                                  "adaptive_avg_pool",
-                                                  "adaptive_max_pool"};
+    static const std::set<std::string> kRowOps = {
+        "softmax", "log_softmax", "layer_norm", "sum",  "mean",   "amax", "amin",
+        "prod",    "var",         "std",        "norm", "matmul", "mm",   "bmm"};
+    // Reductions written as the row kernels' steps (lower_reduce.cpp, lower_window.cpp).
+    static const std::set<std::string> kRowLowered = {"logsumexp", "adaptive_avg_pool",
+                                                      "adaptive_max_pool"};
     // The norm family and the losses (lower_norm.cpp).
     static const std::set<std::string> kNormOps = {
         "batch_norm",   "instance_norm", "group_norm",
@@ -439,7 +428,7 @@ class Planner {
     std::vector<std::string> ops;
     for (int ni : G.nodes) {
       const std::string& o = g_.nodes[ni].origin;
-      if ((kRowOps.contains(o) || kNormOps.contains(o)) &&
+      if ((kRowOps.contains(o) || kRowLowered.contains(o) || kNormOps.contains(o)) &&
           std::find(ops.begin(), ops.end(), o) == ops.end())
         ops.push_back(o);
     }

@@ -107,7 +107,8 @@ def get_init_inputs():
 def test_per_channel_values_inline_in_the_epilogue(tmp_path: Path, init: str, forward: str,
                                                     inputs: str) -> None:
     indent = "\n        "
-    randomise = ("for m in self.modules():\n    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
+    randomise = ("for m in self.modules():\n"
+                 "    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
                  "        m.running_mean.normal_()\n        m.running_var.uniform_(0.5, 2.0)\n"
                  "        m.weight.data.normal_()\n        m.bias.data.normal_()")
     ref = tmp_path / "reference.py"
