@@ -2,7 +2,9 @@
 // problems of tests/fixtures/generate/level2_more_problems.tsv (the worker's analyze at reduced
 // sizes) supported on every backend with no PyTorch call kept; logsumexp as a max-shifted row
 // reduction (PyTorch's guard of an infinite max included); adaptive pooling as a mean or max over
-// the pooled dims, a plain pooling where the windows are even, refused where they are not;
+// the pooled dims, a plain pooling where the windows are even, refused where they are not; an
+// eval BatchNorm's per-channel rsqrt computed inline in the product's epilogue (and planned again
+// without inlining where a value computed inline is also read outside its group);
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
 
@@ -41,6 +43,7 @@ const std::vector<std::pair<std::string, std::string>> kCases = {
     {"l2_20_convt3d_clone_residual", "conv:transposed:epilogue"},
     {"l2_66_gemm_dropout_softmax", "gemm+row:softmax"},
     {"l2_67_conv_gelu_adaptive_avg", "conv+reduce:adaptive_avg_pool"},
+    {"l2_33_gemm_scale_bn", "gemm:epilogue"},
     {"l2_77_convt3d_bn_adaptive_avg", "conv:transposed:epilogue+reduce:adaptive_avg_pool"},
 };
 
