@@ -411,6 +411,12 @@ class Builder(WindowFamilies, NormFamilies, ConvFamilies, AttentionFamilies):
         kwargs.update(spec.fixed)
         self.emit(node.name, spec.op, [self.tensor_arg(x, "the input")], kwargs, node)
 
+    def family_dropout(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
+        """Dropout outside training (the evaluator runs the model in eval()) is its input."""
+        if bool(self.constant(b["training"], "training")):
+            raise Unsupported("dropout in training mode is random")
+        self.emit(node.name, spec.op, [self.tensor_arg(b["input"], "the input")], {}, node)
+
     def family_binary(self, node: Any, spec: Spec, b: dict[str, Any]) -> None:
         names = list(spec.sig.parameters)[:2]
         a, other = b[names[0]], b[names[1]]

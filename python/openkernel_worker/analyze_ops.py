@@ -166,6 +166,8 @@ def _reduction_entries() -> Entries:
     for name in ("amax", "amin"):
         yield ([f"torch.{name}", f"Tensor.{name}"],
                Spec(name, sig(lambda input, dim=(), keepdim=False: None), "reduce"))
+    yield (["torch.logsumexp", "torch.special.logsumexp", "Tensor.logsumexp"],
+           Spec("logsumexp", sig(lambda input, dim, keepdim=False: None), "reduce"))
     for name in ("argmax", "argmin"):
         yield ([f"torch.{name}", f"Tensor.{name}"],
                Spec(name, sig(lambda input, dim=None, keepdim=False: None), "reduce"))
@@ -203,8 +205,14 @@ def _row_shape_and_vendor_entries() -> Entries:
            Spec("reshape", sig(lambda input, *shape, **kwargs: None), "reshape"))
     yield (["torch.flatten", "Tensor.flatten"],
            Spec("flatten", sig(lambda input, start_dim=0, end_dim=-1: None), "flatten"))
-    yield (["Tensor.contiguous"],
+    yield (["Tensor.contiguous", "torch.clone", "Tensor.clone"],
            Spec("contiguous", sig(lambda input, memory_format=None: None), "unary"))
+    yield ["torch.detach", "Tensor.detach"], Spec("contiguous", sig(lambda input: None), "unary")
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                 "feature_alpha_dropout"):
+        yield ([f"torch.nn.functional.{name}"],
+               Spec("contiguous", sig(lambda input, p=0.5, training=True, inplace=False: None),
+                    "dropout"))
 
     yield (["torch.nn.functional.linear", "torch._C._nn.linear"],
            Spec("linear", sig(lambda input, weight, bias=None: None), "vendor"))
@@ -284,6 +292,11 @@ def module_form(mod: Any, path: str,
         return F.softmax, {"dim": mod.dim}
     if kind is nn.LogSoftmax:
         return F.log_softmax, {"dim": mod.dim}
+    if isinstance(mod, nn.modules.dropout._DropoutNd):
+        functional = {nn.Dropout1d: F.dropout1d, nn.Dropout2d: F.dropout2d,
+                      nn.Dropout3d: F.dropout3d, nn.AlphaDropout: F.alpha_dropout,
+                      nn.FeatureAlphaDropout: F.feature_alpha_dropout}.get(kind, F.dropout)
+        return functional, {"p": mod.p, "training": mod.training, **inplace}
     if kind is nn.Flatten:
         return torch.flatten, {"start_dim": mod.start_dim, "end_dim": mod.end_dim}
     if kind is nn.LayerNorm:

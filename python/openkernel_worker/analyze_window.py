@@ -1,7 +1,8 @@
 """`analyze`'s window and scan ops (docs/graph-ir.md, "Pooling, scans and index views"): max and
-average pooling in 1-3 spatial dims, cumulative sums and products, and the index views around them
-(flip, narrow, select, zeros_like, cat), as table entries (analyze_ops.table_entries), module forms
-(analyze_ops.module_form) and the Builder's families (a mixin of analyze_builder.Builder).
+average pooling in 1-3 spatial dims (adaptive too), cumulative sums and products, and the index
+views around them (flip, narrow, select, zeros_like, cat), as table entries
+(analyze_ops.table_entries), module forms (analyze_ops.module_form) and the Builder's families (a
+mixin of analyze_builder.Builder).
 """
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ def window_entries() -> Entries:
                Spec("avg_pool", _sig(lambda input, kernel_size, stride=None, padding=0,
                                      ceil_mode=False, count_include_pad=True,
                                      divisor_override=None: None), "pool", {"rank": n}))
+    for n in (1, 2, 3):
+        yield ([f"torch.nn.functional.adaptive_avg_pool{n}d",
+                f"torch._C._nn.adaptive_avg_pool{n}d"] + (["torch.adaptive_avg_pool1d"] if n == 1
+                                                           else []),
+               Spec("adaptive_avg_pool", _sig(lambda input, output_size: None), "adaptive_pool",
+                    {"rank": n}))
+        yield ([f"torch.nn.functional.adaptive_max_pool{n}d"],
+               Spec("adaptive_max_pool", _sig(lambda input, output_size, return_indices=False:
+                                              None), "adaptive_pool", {"rank": n}))
     with_dtype = _sig(lambda input, dim, dtype=None: None)
     yield ["torch.cumsum", "Tensor.cumsum"], Spec("scan", with_dtype, "scan", {"combine": "sum"})
     yield ["torch.cumprod", "Tensor.cumprod"], Spec("scan", with_dtype, "scan", {"combine": "prod"})
@@ -53,7 +63,8 @@ def window_entries() -> Entries:
 
 
 def window_module_form(mod: Any) -> tuple[Any, dict[str, Any]] | None:
-    """nn.MaxPoolNd / nn.AvgPoolNd -> (the functional, its arguments but the input), else None."""
+    """nn.MaxPoolNd / nn.AvgPoolNd / nn.Adaptive{Avg,Max}PoolNd -> (the functional, its arguments
+    but the input), else None."""
     import torch.nn as nn
     import torch.nn.functional as F
 
@@ -71,6 +82,14 @@ def window_module_form(mod: Any) -> tuple[Any, dict[str, Any]] | None:
             if n > 1:
                 params["divisor_override"] = mod.divisor_override
             return getattr(F, f"avg_pool{n}d"), params
+    adaptive = {nn.AdaptiveAvgPool1d: 1, nn.AdaptiveAvgPool2d: 2, nn.AdaptiveAvgPool3d: 3}
+    if type(mod) in adaptive:
+        return getattr(F, f"adaptive_avg_pool{adaptive[type(mod)]}d"), {
+            "output_size": mod.output_size}
+    adaptive = {nn.AdaptiveMaxPool1d: 1, nn.AdaptiveMaxPool2d: 2, nn.AdaptiveMaxPool3d: 3}
+    if type(mod) in adaptive:
+        return getattr(F, f"adaptive_max_pool{adaptive[type(mod)]}d"), {
+            "output_size": mod.output_size, "return_indices": mod.return_indices}
     return None
 
 
@@ -115,6 +134,26 @@ class WindowFamilies:
             divisor = self.constant(b.get("divisor_override"), "divisor_override")
             kwargs["divisor_override"] = None if divisor is None else int(divisor)
         self.emit(node.name, spec.op, [self.tensor_arg(x, "the input")], kwargs, node)
+
+    def family_adaptive_pool(self, node: Any, spec: Any, b: dict[str, Any]) -> None:
+        """adaptive_avg_pool / adaptive_max_pool {output_size}: one int per pooled dim, a None
+        entry resolved to the input's extent."""
+        from .analyze_builder import Unsupported
+
+        rank = spec.fixed["rank"]
+        x = b["input"]
+        shape = self.tensor_info(x).shape
+        if len(shape) not in (rank + 1, rank + 2):
+            raise Unsupported(f"{spec.op} over {rank} dims of a rank-{len(shape)} input")
+        if bool(self.constant(b.get("return_indices", False), "return_indices")):
+            raise Unsupported("return_indices=True returns a (values, indices) pair")
+        size = self.constant(b["output_size"], "output_size")
+        size = [size] * rank if isinstance(size, int) or size is None else list(size)
+        if len(size) == 1:
+            size = size * rank
+        size = [shape[len(shape) - rank + i] if s is None else s for i, s in enumerate(size)]
+        self.emit(node.name, spec.op, [self.tensor_arg(x, "the input")],
+                  {"output_size": _ints(size, rank, "output_size")}, node)
 
     def family_scan(self, node: Any, spec: Any, b: dict[str, Any]) -> None:
         from .analyze_builder import _one_dim

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -86,6 +87,28 @@ def test_reductions_are_normalised(write: Write) -> None:
     ]:
         assert expected in reductions
     assert "max" not in ops(r) and "min" not in ops(r) and "unknown" not in ops(r)
+
+
+def test_logsumexp_is_a_reduction(write: Write) -> None:
+    r = run(write, reference("return torch.logsumexp(x, dim=-1) + x.logsumexp(1, keepdim=True)"
+                             ".sum() + torch.special.logsumexp(x, (0, 1)).sum()",
+                             inputs="[torch.randn(2, 3, 4)]"))
+    lse = [(n["op"], n["kwargs"], n["shape"]) for n in r["nodes"] if n["op"] == "logsumexp"]
+    assert lse == [
+        ("logsumexp", {"dim": [2], "keepdim": False}, [2, 3]),
+        ("logsumexp", {"dim": [1], "keepdim": True}, [2, 1, 4]),
+        ("logsumexp", {"dim": [0, 1], "keepdim": False}, [4])]
+
+
+def test_clone_detach_and_eval_dropout_are_their_input(write: Write) -> None:
+    r = run(write, reference("y = x.clone().detach() + torch.clone(x)\n"
+                             "return self.drop(y) + F.dropout(x, 0.3, training=self.training)",
+                             init="self.drop = nn.Dropout(0.2)"))
+    assert ops(r) == ["contiguous", "contiguous", "contiguous", "add", "contiguous",
+                      "contiguous", "add"]
+    assert all(n["kwargs"] == {} for n in r["nodes"] if n["op"] == "contiguous")
+    r = run(write, reference("return F.dropout(x, 0.3, training=True)"))
+    assert ops(r) == ["unknown"] and "training" in r["nodes"][0]["kwargs"]["reason"]
 
 
 def test_max_indices_and_full_max(write: Write) -> None:
@@ -303,3 +326,29 @@ def test_device_info_cuda_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert info["measured_bandwidth"] == 3e12 and info["peak_flops"] == 1.98e15
     with pytest.raises(Exception, match="does not exist"):
         device_info("cuda:1")
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "generate"
+
+
+def _level2_more() -> list[tuple[str, ...]]:
+    text = (FIXTURES / "level2_more_problems.tsv").read_text()
+    return [tuple(line.split("\t")) for line in text.splitlines()
+            if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("name,fixture,ref,sets", _level2_more())
+def test_level2_logsumexp_clone_dropout_and_adaptive_pool_give_their_fixtures(
+        name: str, fixture: str, ref: str, sets: str) -> None:
+    kernelbench = Path(os.environ.get("OPENKERNEL_KERNELBENCH_DIR")
+                       or Path(__file__).resolve().parents[3] / "shared/kernelbench")
+    path = kernelbench / ref.removeprefix("kb:")
+    if not path.is_file():
+        pytest.skip(f"no KernelBench at {kernelbench}")
+    got = json.loads(json.dumps(analyze(str(path), dict(s.split("=") for s in sets.split()))))
+    assert got == json.loads((FIXTURES / fixture).read_text())
+    assert got["traceable"], got["reason"]
+    assert "unknown" not in ops(got)
+    # nn.Linear stays a `module` node (the generator makes it a GEMM); no other module is kept.
+    assert all(got["module_types"][n["kwargs"]["target"]] == "Linear"
+               for n in got["nodes"] if n["op"] == "module")

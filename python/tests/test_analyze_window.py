@@ -62,6 +62,24 @@ def test_pooling_modules_and_functionals_spell_every_parameter(write: Write) -> 
         "count_include_pad": False, "divisor_override": 3}
 
 
+def test_adaptive_pooling_gives_one_output_extent_per_pooled_dim(write: Write) -> None:
+    r = run(write, reference("return self.p(x) + F.adaptive_avg_pool2d(x, 1) + "
+                             "F.adaptive_max_pool2d(x, (None, 1)).mean(-2, keepdim=True)",
+                             init="self.p = nn.AdaptiveAvgPool2d((1, 1))",
+                             inputs="[torch.randn(2, 3, 8, 6)]"))
+    assert [(n["op"], n["kwargs"], n["shape"]) for n in r["nodes"] if "pool" in n["op"]] == [
+        ("adaptive_avg_pool", {"output_size": [1, 1]}, [2, 3, 1, 1]),
+        ("adaptive_avg_pool", {"output_size": [1, 1]}, [2, 3, 1, 1]),
+        ("adaptive_max_pool", {"output_size": [8, 1]}, [2, 3, 8, 1])]
+    r = run(write, reference("return self.p(x)", init="self.p = nn.AdaptiveAvgPool3d((1, 2, 3))",
+                             inputs="[torch.randn(2, 4, 4, 6)]"))
+    assert node(r, "adaptive_avg_pool")["kwargs"] == {"output_size": [1, 2, 3]}
+    r = run(write, reference("return self.p(x)[0]",
+                             init="self.p = nn.AdaptiveMaxPool1d(2, return_indices=True)",
+                             inputs="[torch.randn(2, 3, 8)]"))
+    assert "adaptive_max_pool" not in ops(r)
+
+
 def test_pooling_with_indices_is_unknown_with_a_reason(write: Write) -> None:
     r = run(write, reference("return self.p(x)[0]",
                              init="self.p = nn.MaxPool1d(2, return_indices=True)",

@@ -133,7 +133,9 @@ std::string Region::get(int value, Cls use) {
 std::string Region::compute(int value) {
   const Node& n = g_.nodes[g_.values[value].producer];
   Cls c = G_.cls.at(value);
-  const Shape& shape = g_.values[value].shape;
+  // A value of fewer elements computed per element: its operands indexed at its readers' shape.
+  auto bc = G_.broadcast.find(value);
+  const Shape& shape = bc != G_.broadcast.end() ? bc->second : g_.values[value].shape;
   auto operand = [&](const Operand& a) {
     if (a.is_scalar()) return literal(a.scalar, lang_);
     if (G_.produces(a.value)) return get(a.value, c);

@@ -38,7 +38,9 @@ int choose_split(const Graph& g, const KernelGroup& G) {
   std::vector<Shape> uses;
   for (int ni : G.nodes) {
     const Node& node = g.nodes[ni];
-    const Shape& ctx = g.values[node.out].shape;
+    // A value computed per element at its readers' shape reads its leaves against that shape.
+    auto bc = G.broadcast.find(node.out);
+    const Shape& ctx = bc != G.broadcast.end() ? bc->second : g.values[node.out].shape;
     for (const auto& a : node.args) {
       if (a.is_scalar() || G.produces(a.value)) continue;
       const Shape& ls = g.values[a.value].shape;

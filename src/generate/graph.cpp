@@ -314,6 +314,9 @@ int Lowerer::reduce(ReduceKind k, Operand x, std::vector<int> dims, bool keepdim
     else if (keepdim)
       out.push_back(1);
   }
+  // Over dims of extent 1 a sum, max, min or prod is its input: a view, which fuses.
+  const bool arg = k == ReduceKind::kArgmax || k == ReduceKind::kArgmin;
+  if (!arg && numel(s) > 0 && reduced_size(x, dims) == 1) return view(x, out, name, origin);
   Node n;
   n.kind = NodeKind::kReduce;
   n.op = reduce_name(k);
@@ -321,7 +324,6 @@ int Lowerer::reduce(ReduceKind k, Operand x, std::vector<int> dims, bool keepdim
   n.args = {x};
   n.dims = std::move(dims);
   n.origin = origin;
-  bool arg = k == ReduceKind::kArgmax || k == ReduceKind::kArgmin;
   return add_node(std::move(n), name, out, arg ? "int64" : "float32");
 }
 

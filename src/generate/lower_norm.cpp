@@ -51,14 +51,15 @@ Channels channels(Lowerer& l, const IrNode& n, const Operand& x) {
   return c;
 }
 
-// y * weight[c] + bias[c] over y viewed as [N, C, HW] (weight and bias of shape [C]).
-int affine(Lowerer& l, const IrNode& n, int y, const Channels& c, std::optional<Operand> w,
+// y * weight[c] + bias[c], weight and bias of shape [C] viewed as `per_channel` (the shape that
+// broadcasts a channel's value over y: [C, 1] for y as [N, C, HW]).
+int affine(Lowerer& l, const IrNode& n, int y, const Shape& per_channel, std::optional<Operand> w,
            std::optional<Operand> b) {
   const std::string& op = n.op;
   if (w)
-    y = l.ew("mul", {t(y), t(l.view(*w, {c.c, 1}, n.name + "_w", op))}, n.name + "_scaled", op);
+    y = l.ew("mul", {t(y), t(l.view(*w, per_channel, n.name + "_w", op))}, n.name + "_scaled", op);
   if (b)
-    y = l.ew("add", {t(y), t(l.view(*b, {c.c, 1}, n.name + "_b", op))}, n.name + "_shifted", op);
+    y = l.ew("add", {t(y), t(l.view(*b, per_channel, n.name + "_b", op))}, n.name + "_shifted", op);
   return y;
 }
 
@@ -102,14 +103,21 @@ int lower_norm_op(Lowerer& l, const IrNode& n) {
     if (!rm || !rv)
       throw Unsupported{
           fmt::format("node {}: batch_norm in eval mode without running stats", n.name)};
-    int ve = l.ew("add", {t(l.view(*rv, {c.c, 1}, n.name + "_rv", op)), num(eps)},
-                  n.name + "_vareps", op);
+    // In x's own shape (no view of x: a product's epilogue reads its output directly), the
+    // centred input first: a pointwise group that starts at full size takes the per-channel
+    // rsqrt inline (plan.hpp, KernelGroup::broadcast), so a product's epilogue computes it all.
+    Shape pc(xs.size() - 1, 1);
+    pc[0] = c.c;
+    int d = l.ew("sub", {x, t(l.view(*rm, pc, n.name + "_rm", op))}, n.name + "_centered", op);
+    int ve =
+        l.ew("add", {t(l.view(*rv, pc, n.name + "_rv", op)), num(eps)}, n.name + "_vareps", op);
     int r = l.ew("rsqrt", {t(ve)}, n.name + "_rstd", op);
-    int xv = l.view(x, {c.n, c.c, c.hw}, n.name + "_x", op);
-    int d = l.ew("sub", {t(xv), t(l.view(*rm, {c.c, 1}, n.name + "_rm", op))}, n.name + "_centered",
-                 op);
     y = l.ew("mul", {t(d), t(r)}, n.name + "_norm", op);
-  } else if (op == "group_norm") {
+    y = affine(l, n, y, pc, w, b);
+    l.rename(y, n.name);
+    return y;
+  }
+  if (op == "group_norm") {
     const double groups = l.scalar_param(n, "num_groups", kKeywordOnly, 1);
     const auto g = static_cast<int64_t>(groups);
     if (g < 1 || c.c % g != 0)
@@ -121,7 +129,7 @@ int lower_norm_op(Lowerer& l, const IrNode& n) {
     int xv = l.view(x, {c.n, c.c, c.hw}, n.name + "_x", op);
     y = normalise(l, n, xv, op == "batch_norm", eps);
   }
-  y = affine(l, n, y, c, w, b);
+  y = affine(l, n, y, {c.c, 1}, w, b);
   return l.view(t(y), xs, n.name, op);
 }
 

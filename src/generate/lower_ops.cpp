@@ -154,11 +154,15 @@ int lower_layer_norm(Lowerer& l, const IrNode& n) {
   return y;
 }
 
-// reshape, flatten, contiguous, view: one `reshape` view node to the IR's shape.
+// reshape, flatten, contiguous, view: one `reshape` view node to the IR's shape; where a computed
+// value keeps its shape (contiguous, and so clone, detach and dropout in eval mode) it is that
+// value, so a product's tail that reads it through a copy still reads the product alone.
 int lower_view(Lowerer& l, const IrNode& n) {
   Operand x = l.tensor_arg(n, 0);
   if (numel(l.shape_of(x)) != numel(n.shape))
     throw Malformed{fmt::format("node {}: {} changes the element count", n.name, n.op)};
+  if (l.shape_of(x) == n.shape && l.graph().values[x.value].kind == ValueKind::kNode)
+    return x.value;
   return l.view(x, n.shape, n.name, n.op);
 }
 
@@ -202,8 +206,8 @@ const std::map<std::string, Lowering>& lowerings() {
       {"permute", lower_permute},       {"diag", lower_diag},
       {"triangle", lower_triangle},     {"norm", lower_norm_family},
       {"loss", lower_loss_family},      {"conv", lower_conv},
-      {"triangle", lower_triangle},     {"pool", lower_pool_family},
-      {"scan", lower_scan_family},      {"index", lower_index},
+      {"pool", lower_pool_family},      {"scan", lower_scan_family},
+      {"index", lower_index},
   };
   return kByFamily;
 }

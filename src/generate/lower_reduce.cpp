@@ -1,7 +1,8 @@
 // The lowering of the "reduction" family: sum, amax, amin, prod, argmax, argmin as reduce nodes;
-// mean, var, std and norm rewritten into reductions and elementwise ops.
+// mean, var, std, norm and logsumexp rewritten into reductions and elementwise ops.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -91,12 +92,37 @@ int lower_norm(Lowerer& l, const IrNode& n, const Reduction& r) {
   return lower_pow(l, t(s), Operand::number(1.0 / p), n.name);
 }
 
+// logsumexp: m + log(sum(exp(x - m))) with m the max over the dims, replaced by 0 where it is
+// infinite (as PyTorch: a row of -inf gives -inf, a +inf gives +inf, not NaN); every step keeps
+// the reduced dims, then a view drops them without keepdim.
+int lower_logsumexp(Lowerer& l, const IrNode& n, const Reduction& r) {
+  const std::string& op = n.op;
+  auto t = Operand::tensor;
+  int m = l.reduce(ReduceKind::kMax, r.x, r.dims, true, n.name + "_max", op);
+  int a = l.ew("abs", {t(m)}, n.name + "_absmax", op);
+  int finite = l.ew("lt", {t(a), Operand::number(INFINITY)}, n.name + "_finite", op);
+  int shift = l.ew("select", {t(finite), t(m), Operand::number(0.0)}, n.name + "_shift", op);
+  int d = l.ew("sub", {r.x, t(shift)}, n.name + "_centered", op);
+  int e = l.ew("exp", {t(d)}, n.name + "_exp", op);
+  int s = l.reduce(ReduceKind::kSum, t(e), r.dims, true, n.name + "_sum", op);
+  int lg = l.ew("log", {t(s)}, n.name + "_log", op);
+  int y = l.ew("add", {t(lg), t(shift)}, r.keepdim ? n.name : n.name + "_keep", op);
+  if (r.keepdim) return y;
+  Shape out;
+  const Shape& xs = l.shape_of(r.x);
+  for (int i = 0; i < static_cast<int>(xs.size()); ++i)
+    if (!r.dims.empty() && std::find(r.dims.begin(), r.dims.end(), i) == r.dims.end())
+      out.push_back(xs[i]);
+  return l.view(t(y), out, n.name, op);
+}
+
 using ReductionLowering = int (*)(Lowerer&, const IrNode&, const Reduction&);
 
 const std::map<std::string, ReductionLowering> kByOp = {
-    {"sum", lower_plain},   {"amax", lower_plain}, {"amin", lower_plain}, {"prod", lower_plain},
-    {"mean", lower_mean},   {"argmax", lower_arg}, {"argmin", lower_arg}, {"var", lower_moments},
-    {"std", lower_moments}, {"norm", lower_norm},
+    {"sum", lower_plain},  {"amax", lower_plain},          {"amin", lower_plain},
+    {"prod", lower_plain}, {"mean", lower_mean},           {"argmax", lower_arg},
+    {"argmin", lower_arg}, {"var", lower_moments},         {"std", lower_moments},
+    {"norm", lower_norm},  {"logsumexp", lower_logsumexp},
 };
 
 }  // namespace

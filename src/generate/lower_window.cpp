@@ -1,7 +1,8 @@
 // The lowering of the "pool", "scan" and "index" families of data/skills' "ir_ops" to kWindow
 // nodes (docs/graph-ir.md, "Pooling, scans and index views"). Pooling checks its output shape with
-// PyTorch's formula; a scan absorbs what surrounds it where that makes it another scan: a scan of
-// a flip along its dim is a reverse scan (flipped back, and a flip of a flip cancels), a scan of
+// PyTorch's formula; adaptive pooling is a mean or max over the pooled dims (output 1) or a plain
+// pooling (even windows); a scan absorbs what surrounds it where that makes it another scan: a scan
+// of a flip along its dim is a reverse scan (flipped back, and a flip of a flip cancels), a scan of
 // x * m (same shapes) reads both, cat(zeros_like(..), scan(narrow(x, dim, 0, L - 1))) along dim
 // is the exclusive scan of x. Index ops nothing absorbed stay kWindow nodes the planner refuses.
 #include <fmt/format.h>
@@ -80,28 +81,14 @@ int window_node(Lowerer& l, Window w, const std::string& op, std::vector<Operand
   return l.add_node(std::move(n), name, std::move(shape));
 }
 
-// max_pool {kernel_size, stride, padding, dilation, ceil_mode} and avg_pool {kernel_size, stride,
-// padding, ceil_mode, count_include_pad, divisor_override} over the last len(kernel_size) dims.
-int lower_pool(Lowerer& l, const IrNode& n) {
-  Operand x = l.tensor_arg(n, 0);
-  const Shape& xs = l.shape_of(x);
-  auto k = l.param(n, "kernel_size", kKeywordOnly);
-  const size_t rank = k && k->is_array() ? k->size() : 0;
-  if (rank < 1 || rank > 3 || xs.size() < rank + 1)
-    throw Unsupported{
-        fmt::format("{}: {} over {} dims of shape {}", n.where, n.op, rank, shape_str(xs))};
-  const bool is_max = n.op == "max_pool";
-  auto kernel = ints_param(l, n, "kernel_size", rank, 1);
-  auto stride = ints_param(l, n, "stride", rank, 0);
-  if (std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 0; })) stride = kernel;
-  auto padding = ints_param(l, n, "padding", rank, 0);
-  auto dilation = is_max ? ints_param(l, n, "dilation", rank, 1) : std::vector<int64_t>(rank, 1);
-  const bool ceil_mode = bool_param(l, n, "ceil_mode", false);
+// The window of a pooling over the last kernel.size() dims of x (shape xs); appends the pooled
+// extents to `out` (the leading dims).
+Window pool_window(const IrNode& n, const Shape& xs, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                   const std::vector<int64_t>& dilation, bool ceil_mode, Shape& out) {
+  const size_t rank = kernel.size();
   Window w;
   w.rank = static_cast<int>(rank);
-  w.count_include_pad = bool_param(l, n, "count_include_pad", true);
-  if (l.param(n, "divisor_override", kKeywordOnly)) w.divisor = int_param(l, n, "divisor_override");
-  Shape out(xs.begin(), xs.end() - static_cast<std::ptrdiff_t>(rank));
   w.outer = numel(out);
   for (size_t i = 0; i < rank; ++i) {
     const size_t slot = 3 - rank + i;
@@ -120,7 +107,71 @@ int lower_pool(Lowerer& l, const IrNode& n) {
       throw Unsupported{fmt::format("{}: the pooled length of {} is {}", n.where, in, w.out[slot])};
     out.push_back(w.out[slot]);
   }
+  return w;
+}
+
+// The number of pooled dims `name` gives (a list's length), checked against x's rank.
+size_t pooled_rank(Lowerer& l, const IrNode& n, const std::string& name, const Shape& xs) {
+  auto k = l.param(n, name, kKeywordOnly);
+  const size_t rank = k && k->is_array() ? k->size() : 0;
+  if (rank < 1 || rank > 3 || xs.size() < rank + 1)
+    throw Unsupported{
+        fmt::format("{}: {} over {} dims of shape {}", n.where, n.op, rank, shape_str(xs))};
+  return rank;
+}
+
+// max_pool {kernel_size, stride, padding, dilation, ceil_mode} and avg_pool {kernel_size, stride,
+// padding, ceil_mode, count_include_pad, divisor_override} over the last len(kernel_size) dims.
+int lower_pool(Lowerer& l, const IrNode& n) {
+  Operand x = l.tensor_arg(n, 0);
+  const Shape& xs = l.shape_of(x);
+  const size_t rank = pooled_rank(l, n, "kernel_size", xs);
+  const bool is_max = n.op == "max_pool";
+  auto kernel = ints_param(l, n, "kernel_size", rank, 1);
+  auto stride = ints_param(l, n, "stride", rank, 0);
+  if (std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 0; })) stride = kernel;
+  auto padding = ints_param(l, n, "padding", rank, 0);
+  auto dilation = is_max ? ints_param(l, n, "dilation", rank, 1) : std::vector<int64_t>(rank, 1);
+  Shape out(xs.begin(), xs.end() - static_cast<std::ptrdiff_t>(rank));
+  Window w = pool_window(n, xs, kernel, stride, padding, dilation,
+                         bool_param(l, n, "ceil_mode", false), out);
+  w.count_include_pad = bool_param(l, n, "count_include_pad", true);
+  if (l.param(n, "divisor_override", kKeywordOnly)) w.divisor = int_param(l, n, "divisor_override");
   return window_node(l, w, n.op, {x}, n.name, n.op, out);
+}
+
+// adaptive_avg_pool and adaptive_max_pool {output_size} over the last len(output_size) dims: to
+// 1 in every dim, the mean (max) over those dims, a row reduction; where each output extent
+// divides its input extent, the plain pooling with kernel = stride = input / output; windows of
+// uneven sizes (PyTorch's floor/ceil bounds) are unsupported.
+int lower_adaptive_pool(Lowerer& l, const IrNode& n) {
+  Operand x = l.tensor_arg(n, 0);
+  const Shape& xs = l.shape_of(x);
+  const size_t rank = pooled_rank(l, n, "output_size", xs);
+  auto size = ints_param(l, n, "output_size", rank, 1);
+  const bool is_max = n.op == "adaptive_max_pool";
+  const auto lead = static_cast<int>(xs.size() - rank);
+  if (std::all_of(size.begin(), size.end(), [](int64_t s) { return s == 1; })) {
+    std::vector<int> dims;
+    for (int d = lead; d < static_cast<int>(xs.size()); ++d) dims.push_back(d);
+    if (is_max) return l.reduce(ReduceKind::kMax, x, dims, true, n.name, n.op);
+    int s = l.reduce(ReduceKind::kSum, x, dims, true, n.name + "_sum", n.op);
+    Operand inv = Operand::number(1.0 / static_cast<double>(l.reduced_size(x, dims)));
+    return l.ew("mul", {Operand::tensor(s), inv}, n.name, n.op);
+  }
+  std::vector<int64_t> kernel(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t in = xs[lead + i];
+    if (size[i] < 1 || in % size[i] != 0)
+      throw Unsupported{fmt::format("{}: {} of extent {} to {}: windows of uneven sizes", n.where,
+                                    n.op, in, size[i])};
+    kernel[i] = in / size[i];
+  }
+  Shape out(xs.begin(), xs.begin() + lead);
+  Window w = pool_window(n, xs, kernel, kernel, std::vector<int64_t>(rank, 0),
+                         std::vector<int64_t>(rank, 1), false, out);
+  const std::string op = is_max ? "max_pool" : "avg_pool";
+  return window_node(l, w, op, {x}, n.name, n.op, out);
 }
 
 // scan {combine: sum|prod, dim}.
@@ -223,6 +274,7 @@ int lower_cat(Lowerer& l, const IrNode& n) {
 }  // namespace
 
 int lower_pool_family(Lowerer& l, const IrNode& n) {
+  if (n.op == "adaptive_avg_pool" || n.op == "adaptive_max_pool") return lower_adaptive_pool(l, n);
   return lower_pool(l, n);
 }
 

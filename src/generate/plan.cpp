@@ -44,9 +44,25 @@ View view_of(const Shape& s, const std::vector<int>& dims) {
   return v;
 }
 
+// Whether `small` broadcasts to `ctx` (right-aligned, each dim equal or 1).
+bool broadcasts_to(const Shape& small, const Shape& ctx) {
+  const Shape s = strip_leading_ones(small);
+  if (s.size() > ctx.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t d = s[s.size() - 1 - i], c = ctx[ctx.size() - 1 - i];
+    if (d != 1 && d != c) return false;
+  }
+  return true;
+}
+
 class Planner {
  public:
-  Planner(const Graph& g, const Skills& skills) : g_(g), skills_(skills) {}
+  Planner(const Graph& g, const Skills& skills, bool inline_broadcast)
+      : g_(g), skills_(skills), inline_broadcast_(inline_broadcast) {}
+
+  // A value computed inline at a broadcast shape that something outside its group reads (it would
+  // have to be stored at its own shape): plan again without inlining. Known after run().
+  bool broadcast_escaped() const { return escaped_; }
 
   Planned run() {
     mark_live();
@@ -93,6 +109,8 @@ class Planner {
     }
     close();
     finish();
+    for (const auto& G : plan_.groups)
+      for (int v : G.outputs) escaped_ = escaped_ || G.broadcast.contains(v);
     return Planned{std::move(plan_), reason_};
   }
 
@@ -148,6 +166,7 @@ class Planner {
     const Node& n = g_.nodes[ni];
     const Value& out = g_.values[n.out];
     if (n.kind == NodeKind::kReduce) {
+      if (!G.broadcast.empty()) return false;
       if (n.reduce == ReduceKind::kArgmax || n.reduce == ReduceKind::kArgmin) {
         reason_ = fmt::format("node {}: {} reductions are not generated yet", out.name, n.op);
         return false;
@@ -177,6 +196,7 @@ class Planner {
       return true;
     }
     if (n.kind == NodeKind::kView) {
+      if (G.broadcast.contains(n.args[0].value)) return false;
       add(G, ni, G.cls[n.args[0].value]);
       return true;
     }
@@ -193,6 +213,8 @@ class Planner {
       if (a.is_scalar() || !G.produces(a.value)) continue;
       (G.cls[a.value] == Cls::kRow ? any_row : any_perrow) = true;
     }
+    if (!G.row && m < G.full && add_broadcast(G, ni)) return true;
+    if (m == G.full && !reads_broadcast(G, ni)) return false;
     if (m == G.full && (!G.row || G.red != 1 || any_row || !any_perrow)) {
       if (any_perrow) {
         // A per-row value broadcast back over its row: must line up with the reduced view.
@@ -212,6 +234,42 @@ class Planner {
       return true;
     }
     return false;
+  }
+
+  // A node of fewer elements than the pointwise group G, computed inline (KernelGroup::broadcast):
+  // its tensor operands come from outside G or are such values.
+  bool add_broadcast(KernelGroup& G, int ni) {
+    const Node& n = g_.nodes[ni];
+    if (!inline_broadcast_ || G.nodes.empty() || numel(g_.values[n.out].shape) == 0) return false;
+    for (const auto& a : n.args)
+      if (!a.is_scalar() && G.produces(a.value) && !G.broadcast.contains(a.value)) return false;
+    add(G, ni, Cls::kRow);
+    G.broadcast[n.out] = {};  // its shape is known from its first full-size reader
+    return true;
+  }
+
+  // Whether full-size node ni may read G's broadcast values: each broadcasts to ni's shape and
+  // keeps it (the shape of its first reader, up to leading ones); sets the shape of those not
+  // read yet, and of the broadcast values they read.
+  bool reads_broadcast(KernelGroup& G, int ni) {
+    const Shape& ctx = g_.values[g_.nodes[ni].out].shape;
+    std::vector<int> todo;
+    for (const auto& a : g_.nodes[ni].args)
+      if (!a.is_scalar() && G.broadcast.contains(a.value)) todo.push_back(a.value);
+    for (int v : todo) {
+      const Shape& known = G.broadcast.at(v);
+      if (!known.empty() && strip_leading_ones(known) != strip_leading_ones(ctx)) return false;
+      if (!broadcasts_to(g_.values[v].shape, ctx)) return false;
+    }
+    while (!todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      if (!G.broadcast.at(v).empty()) continue;
+      G.broadcast[v] = ctx;
+      for (const auto& a : g_.nodes[g_.values[v].producer].args)
+        if (!a.is_scalar() && G.broadcast.contains(a.value)) todo.push_back(a.value);
+    }
+    return true;
   }
 
   void add(KernelGroup& G, int ni, Cls c) {
@@ -358,6 +416,9 @@ class Planner {
     static const std::set<std::string> kRowOps = {
         "softmax", "log_softmax", "layer_norm", "sum",  "mean",   "amax", "amin",
         "prod",    "var",         "std",        "norm", "matmul", "mm",   "bmm"};
+    // Reductions written as the row kernels' steps (lower_reduce.cpp, lower_window.cpp).
+    static const std::set<std::string> kRowLowered = {"logsumexp", "adaptive_avg_pool",
+                                                      "adaptive_max_pool"};
     // The norm family and the losses (lower_norm.cpp).
     static const std::set<std::string> kNormOps = {
         "batch_norm",   "instance_norm", "group_norm",
@@ -367,7 +428,7 @@ class Planner {
     std::vector<std::string> ops;
     for (int ni : G.nodes) {
       const std::string& o = g_.nodes[ni].origin;
-      if ((kRowOps.contains(o) || kNormOps.contains(o)) &&
+      if ((kRowOps.contains(o) || kRowLowered.contains(o) || kNormOps.contains(o)) &&
           std::find(ops.begin(), ops.end(), o) == ops.end())
         ops.push_back(o);
     }
@@ -391,6 +452,8 @@ class Planner {
 
   const Graph& g_;
   const Skills& skills_;
+  const bool inline_broadcast_;
+  bool escaped_ = false;
   std::vector<bool> live_;
   Plan plan_;
   KernelGroup cur_;
@@ -401,7 +464,10 @@ class Planner {
 }  // namespace
 
 Planned make_plan(const Graph& g, const Skills& skills) {
-  return Planner(g, skills).run();
+  Planner inlined(g, skills, true);
+  Planned p = inlined.run();
+  if (!inlined.broadcast_escaped()) return p;
+  return Planner(g, skills, false).run();
 }
 
 }  // namespace ok::generate

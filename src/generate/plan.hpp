@@ -11,6 +11,9 @@
 // otherwise the group is closed (its values used later are materialised) and a new one opens.
 // A pointwise group that directly follows a GEMM or convolution step and reads its output
 // element for element, where nothing else reads that output, is fused into that step's epilogue.
+// A pointwise group also takes elementwise nodes of fewer elements whose tensor operands come
+// from outside (or are such nodes) and whose every reader is in the group at full size: they are
+// recomputed per element (KernelGroup::broadcast) instead of being a small kernel of their own.
 // Plain values; built by plan(), read-only afterwards.
 #pragma once
 
@@ -42,6 +45,10 @@ struct KernelGroup {
   // A pointwise group computed in the epilogue of this GEMM or convolution node (no kernel of
   // its own; see fuse_epilogues in plan.cpp), or -1.
   int fused_into = -1;
+  // Pointwise groups only: values of fewer elements than `full` (an eval-mode BatchNorm's
+  // rsqrt(running_var + eps) from its [C] buffers) computed inline per element, each with the
+  // shape of its full-size readers, which it broadcasts to (the leaves are indexed against it).
+  std::map<int, Shape> broadcast;
   bool produces(int v) const { return cls.contains(v); }
 };
 

@@ -112,6 +112,8 @@ json minimal(const std::string& family, const std::string& op) {
     ir["attrs"] = {{{"name", "w"}, {"shape", {2, 8, 1}}, {"dtype", "float32"}}};
     return ir;
   }
+  if (family == "pool" && op.starts_with("adaptive_"))
+    return one_node(op, {x}, {{"output_size", {1}}}, {4, 1});
   if (family == "pool")
     return one_node(op, {x}, {{"kernel_size", {2}}, {"stride", {2}}, {"padding", {0}}}, {4, 4});
   if (family == "scan") return one_node(op, {x}, {{"combine", "sum"}, {"dim", 1}}, {4, 8});

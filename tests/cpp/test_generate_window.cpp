@@ -4,13 +4,8 @@
 // shapes and parameters as PyTorch computes them; the scans absorbed from flips, cat and masks;
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 
@@ -21,7 +16,6 @@
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using ok::generate::Graph;
 using ok::generate::Node;
@@ -30,8 +24,8 @@ using ok::generate::Proposal;
 using ok::testing::fixture;
 using ok::testing::forward_of;
 using ok::testing::kSkills;
+using ok::testing::lowered;
 using ok::testing::must;
-using ok::testing::run;
 
 const std::vector<std::pair<std::string, std::string>> kCases = {
     {"max_pool_1d", "pool:max"},
@@ -48,32 +42,9 @@ const std::vector<std::pair<std::string, std::string>> kCases = {
     {"cumsum_exclusive", "scan:sum,exclusive"},
     {"masked_cumsum", "scan:sum,masked"}};
 
-Graph lowered(const json& ir) {
-  auto skills = ok::generate::load_skills(kSkills);
-  EXPECT_TRUE(skills.has_value());
-  auto l = ok::generate::lower(ir, *skills);
-  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
-  EXPECT_EQ(l->unsupported, "");
-  return l->graph;
-}
-
 // The node computing the graph's output.
 const Node& output_node(const Graph& g) {
   return g.nodes.at(g.values.at(g.output).producer);
-}
-
-// One node over x of `in` shape.
-json one_node(const std::string& op, json kwargs, json in, json out) {
-  json x = {{"input", "x"}};
-  return {{"traceable", true},
-          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
-          {"nodes", json::array({{{"name", "y"},
-                                  {"op", op},
-                                  {"args", json::array({x})},
-                                  {"kwargs", kwargs},
-                                  {"shape", out},
-                                  {"dtype", "float32"}}})},
-          {"outputs", json::array({{{"node", "y"}}})}};
 }
 
 TEST(GenerateWindow, EveryLevel1WindowProblemIsSupportedWithoutAVendorCall) {
@@ -96,22 +67,22 @@ TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {
   EXPECT_EQ(w1.kernel[2], 8);
   EXPECT_EQ(w1.out[2], 37);
   // ceil_mode keeps a last window that starts inside the input (or its left padding).
-  json ceil = one_node("max_pool",
-                       {{"kernel_size", {2}},
-                        {"stride", {2}},
-                        {"padding", {0}},
-                        {"dilation", {1}},
-                        {"ceil_mode", true}},
-                       {2, 7}, {2, 4});
+  json ceil = ok::testing::single_node("max_pool",
+                                       {{"kernel_size", {2}},
+                                        {"stride", {2}},
+                                        {"padding", {0}},
+                                        {"dilation", {1}},
+                                        {"ceil_mode", true}},
+                                       {2, 7}, {2, 4});
   EXPECT_EQ(output_node(lowered(ceil)).window.out[2], 4);
-  json avg = one_node("avg_pool",
-                      {{"kernel_size", {3, 3}},
-                       {"stride", {2, 2}},
-                       {"padding", {1, 1}},
-                       {"ceil_mode", false},
-                       {"count_include_pad", false},
-                       {"divisor_override", 5}},
-                      {1, 7, 7}, {1, 4, 4});
+  json avg = ok::testing::single_node("avg_pool",
+                                      {{"kernel_size", {3, 3}},
+                                       {"stride", {2, 2}},
+                                       {"padding", {1, 1}},
+                                       {"ceil_mode", false},
+                                       {"count_include_pad", false},
+                                       {"divisor_override", 5}},
+                                      {1, 7, 7}, {1, 4, 4});
   const auto wa = output_node(lowered(avg)).window;
   EXPECT_FALSE(wa.count_include_pad);
   EXPECT_EQ(wa.divisor, 5);
@@ -120,7 +91,8 @@ TEST(GenerateWindow, PoolingTakesPyTorchsShapesAndParameters) {
   ceil["nodes"][0]["shape"] = {2, 3};
   EXPECT_FALSE(ok::generate::lower(ceil, *skills).has_value());
   // Padding over half the window is refused, as PyTorch refuses it.
-  json wide = one_node("max_pool", {{"kernel_size", {2}}, {"padding", {2}}}, {2, 7}, {2, 6});
+  json wide = ok::testing::single_node("max_pool", {{"kernel_size", {2}}, {"padding", {2}}}, {2, 7},
+                                       {2, 6});
   auto r = ok::generate::lower(wide, *skills);
   ASSERT_TRUE(r.has_value());
   EXPECT_NE(r->unsupported.find("padding 2"), std::string::npos) << r->unsupported;
@@ -150,7 +122,7 @@ TEST(GenerateWindow, ScansAbsorbFlipsCatAndMasks) {
 }
 
 TEST(GenerateWindow, WhatNoScanAbsorbsIsRefusedWithAReason) {
-  auto flip = one_node("flip", {{"dims", {1}}}, {4, 8}, {4, 8});
+  auto flip = ok::testing::single_node("flip", {{"dims", {1}}}, {4, 8}, {4, 8});
   Proposal p = must(flip, "cpu");
   EXPECT_FALSE(p.supported);
   EXPECT_NE(p.reason.find("flip is generated only where a scan absorbs it"), std::string::npos)
@@ -178,35 +150,11 @@ TEST(GenerateWindow, ParameterSpacesDropWhatCannotApply) {
 }
 
 TEST(GenerateWindow, TritonSourcesParseAsPython) {
-  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  const fs::path dir = fs::temp_directory_path() / ("ok_window_ast_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const auto& [name, pattern] : kCases) {
-    const fs::path file = dir / (name + ".py");
-    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
-    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
-                  file.string()),
-              0)
-        << name;
-  }
-  fs::remove_all(dir);
+  ok::testing::expect_triton_parses(kCases, "window");
 }
 
 TEST(GenerateWindow, CudaSourcesCompileWithNvcc) {
-  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
-  const fs::path dir = fs::temp_directory_path() / ("ok_window_nvcc_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  // Every problem's kernel, one file each, compiled by one nvcc call.
-  std::string files;
-  for (const auto& [name, pattern] : kCases) {
-    const std::string cu =
-        ok::testing::cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
-    ASSERT_FALSE(cu.empty()) << name;
-    std::ofstream(dir / (name + ".cu")) << cu;
-    files += " " + name + ".cu";
-  }
-  EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);
-  fs::remove_all(dir);
+  ok::testing::expect_cuda_compiles(kCases, "window");
 }
 
 }  // namespace

@@ -3,7 +3,10 @@ builtin` on KernelBench level 2 problems at reduced sizes (tests/fixtures/genera
 level2_problems.tsv) must come back `correct` with a candidate that launches one kernel, the GEMM
 (nn.Linear) or convolution with its pointwise tail in the epilogue, and keeps no PyTorch module
 call. The default suite runs a GEMM, a convolution and a 3d transposed convolution whose tail reads
-a second input and its own output twice; the rest carry the `slow` marker.
+a second input and its own output twice; the rest carry the `slow` marker. The problems with
+logsumexp, clone/detach, dropout (eval) or adaptive average pooling (tests/fixtures/generate/
+level2_more_problems.tsv) must come back `correct` with no PyTorch call for those ops, and
+logsumexp must keep PyTorch's values on rows of -inf and +inf.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_level2.py
 """
@@ -18,9 +21,13 @@ from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
 from locations import ROOT
 
 TABLE = ROOT / "tests/fixtures/generate/level2_problems.tsv"
-CHOSEN = ["l2_12_gemm_mul_leaky", "l2_1_conv_relu_bias", "l2_26_convt3d_add_hardswish"]
-VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.|matmul|mm|conv)|F\.(linear|conv)|self\.\w+\(|"
-                    r"_ok_attr\(self, ")
+MORE = ROOT / "tests/fixtures/generate/level2_more_problems.tsv"
+MORE_CHOSEN = ["l2_45_gemm_sigmoid_gemm_lse", "l2_40_gemm_clone_residual",
+               "l2_67_conv_gelu_adaptive_avg"]
+CHOSEN = ["l2_12_gemm_mul_leaky", "l2_1_conv_relu_bias", "l2_26_convt3d_add_hardswish",
+          "l2_73_conv_bn_scale"]
+VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.|matmul|mm|conv|logsumexp|clone|detach|dropout|"
+                    r"adaptive)|F\.(linear|conv)|self\.\w+\(|_ok_attr\(self, ")
 
 pytestmark = SKIPS
 
@@ -43,3 +50,88 @@ def test_level2_tail_runs_in_the_epilogue_and_is_correct(tmp_path: Path, name: s
 def test_every_listed_level2_problem_is_correct(tmp_path: Path, name: str) -> None:
     ref, sets = problems(TABLE)[name]
     check_one_fused_kernel(optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR))
+
+
+@pytest.mark.parametrize("name", [n if n in MORE_CHOSEN else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(problems(MORE))])
+def test_logsumexp_clone_dropout_and_adaptive_pool_problems_are_correct(tmp_path: Path,
+                                                                          name: str) -> None:
+    ref, sets = problems(MORE)[name]
+    optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR)
+
+
+# logsumexp over a middle dim with and without keepdim, on rows of -inf (PyTorch: -inf, not NaN)
+# and rows holding +inf (+inf).
+@pytest.mark.parametrize("forward", ["torch.logsumexp(x, dim=1)",
+                                     "torch.logsumexp(x, 1, keepdim=True) * 2"])
+def test_logsumexp_keeps_pytorchs_infinities(tmp_path: Path, forward: str) -> None:
+    ref = tmp_path / "reference.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {forward}
+
+
+def get_inputs():
+    x = torch.randn(3, 40, 7) * 30
+    x[0, :, 2] = float("-inf")
+    x[1, 5, 3] = float("inf")
+    return [x]
+
+
+def get_init_inputs():
+    return []
+""")
+    optimize_builtin(tmp_path, ref, [], VENDOR)
+
+
+# Per-channel values recomputed per element in the epilogue (an eval-mode BatchNorm's
+# rsqrt(running_var + eps), plan.hpp's KernelGroup::broadcast) must index their [C] buffers by
+# channel: running statistics, weight and bias are random here (KernelBench's are 0, 1, 1, 0); after
+# a convolution, after nn.Linear, and alone (a pointwise kernel of the forward's input). The last
+# case reads exp(v) both inline and after a reduction, so the planner falls back to a kernel of its
+# own for it.
+@pytest.mark.parametrize("init,forward,inputs", [
+    ("self.conv = nn.Conv2d(3, 6, 3)\nself.bn = nn.BatchNorm2d(6)",
+     "return self.bn(self.conv(x)) * 2.0", "torch.randn(2, 3, 9, 11)"),
+    ("self.fc = nn.Linear(20, 12)\nself.bn = nn.BatchNorm1d(12)",
+     "return torch.relu(self.bn(self.fc(x) * 0.5))", "torch.randn(5, 20)"),
+    ("self.bn = nn.BatchNorm2d(4)", "return self.bn(x) * 2.0", "torch.randn(2, 4, 5, 6)"),
+    ("self.v = nn.Parameter(torch.randn(8))",
+     "y = torch.relu(x)\ne = torch.exp(self.v)\nreturn (y * e).sum(1, keepdim=True) * e",
+     "torch.randn(4, 8)"),
+])
+def test_per_channel_values_inline_in_the_epilogue(tmp_path: Path, init: str, forward: str,
+                                                    inputs: str) -> None:
+    indent = "\n        "
+    randomise = ("for m in self.modules():\n"
+                 "    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
+                 "        m.running_mean.normal_()\n        m.running_var.uniform_(0.5, 2.0)\n"
+                 "        m.weight.data.normal_()\n        m.bias.data.normal_()")
+    ref = tmp_path / "reference.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {indent.join((init + chr(10) + randomise).splitlines())}
+
+    def forward(self, x):
+        {indent.join(forward.splitlines())}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+""")
+    source = optimize_builtin(tmp_path, ref, [], VENDOR)
+    if "conv" in init or "fc" in init:
+        check_one_fused_kernel(source)

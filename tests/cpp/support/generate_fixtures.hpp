@@ -2,12 +2,14 @@
 // a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(), which
 // proposes candidates and fails the current test (returning an empty Proposal) on an error, run()
 // (a shell command's status), cuda_source() (a CUDA candidate's kernels), nvcc_compile(), and
-// expect_supported_without_vendor(), every fixture of a family on every backend.
+// expect_supported_without_vendor(), every fixture of a family on every backend, and
+// expect_triton_parses() / expect_cuda_compiles(), its first Triton and CUDA candidates checked.
 // Needs OPENKERNEL_TEST_SOURCE_ROOT defined by the test target. Tests only; thread-safe (no state).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "generate/generate.hpp"
+#include "generate/graph.hpp"
 
 namespace ok::testing {
 
@@ -92,6 +95,70 @@ inline void expect_supported_without_vendor(
             << forward_of(c.source);
     }
   }
+}
+
+// lower() of an IR that must lower and be supported; fails the current test otherwise.
+inline generate::Graph lowered(const nlohmann::json& ir) {
+  auto skills = generate::load_skills(kSkills);
+  EXPECT_TRUE(skills.has_value());
+  auto l = generate::lower(ir, *skills);
+  EXPECT_TRUE(l.has_value()) << (l ? "" : l.error().message);
+  if (!l) return {};
+  EXPECT_EQ(l->unsupported, "");
+  return l->graph;
+}
+
+// An IR of one float32 node `op` {kwargs} over the input x of shape `in`, giving `out`.
+inline nlohmann::json single_node(const std::string& op, nlohmann::json kwargs, nlohmann::json in,
+                                  nlohmann::json out) {
+  using nlohmann::json;
+  return {{"traceable", true},
+          {"inputs", json::array({{{"name", "x"}, {"index", 0}, {"shape", in}}})},
+          {"nodes", json::array({{{"name", "y"},
+                                  {"op", op},
+                                  {"args", json::array({{{"input", "x"}}})},
+                                  {"kwargs", kwargs},
+                                  {"shape", out},
+                                  {"dtype", "float32"}}})},
+          {"outputs", json::array({{{"node", "y"}}})}};
+}
+
+// The first Triton candidate of each case's fixture parses as Python (skips without
+// /usr/bin/python3); `tag` names the temporary folder.
+inline void expect_triton_parses(const std::vector<std::pair<std::string, std::string>>& cases,
+                                 const std::string& tag) {
+  if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ok_" + tag + "_ast_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, pattern] : cases) {
+    const auto file = dir / (name + ".py");
+    std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
+    EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
+                  file.string()),
+              0)
+        << name;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The first CUDA candidate's kernels of each case's fixture, one file each, compiled by one nvcc
+// call for sm_90 (skips without nvcc).
+inline void expect_cuda_compiles(const std::vector<std::pair<std::string, std::string>>& cases,
+                                 const std::string& tag) {
+  if (run("nvcc --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no nvcc on PATH";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ok_" + tag + "_nvcc_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string files;
+  for (const auto& [name, pattern] : cases) {
+    const std::string cu = cuda_source(must(fixture(name), "cuda", 0, 1).candidates.at(0).source);
+    ASSERT_FALSE(cu.empty()) << name;
+    std::ofstream(dir / (name + ".cu")) << cu;
+    files += " " + name + ".cu";
+  }
+  EXPECT_EQ(run("cd " + dir.string() + " && nvcc -c -arch=sm_90" + files), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace ok::testing
