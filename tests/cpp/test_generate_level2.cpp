@@ -4,7 +4,8 @@
 // reduction (PyTorch's guard of an infinite max included); adaptive pooling as a mean or max over
 // the pooled dims, a plain pooling where the windows are even, refused where they are not; an
 // eval BatchNorm's per-channel rsqrt computed inline in the product's epilogue (and planned again
-// without inlining where a value computed inline is also read outside its group);
+// without inlining where a value computed inline is also read outside its group, through a view
+// too, or would be read at two shapes);
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
 
