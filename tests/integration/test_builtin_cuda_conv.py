@@ -4,7 +4,8 @@ threads as threads, __syncthreads a barrier) and its ModelNew compared with the 
 PyTorch output. That checks the implicit GEMM's gather (groups, stride, padding, dilation,
 transposed taps and the phase order whose tiles skip unreachable ones, 1d-3d), its tile edges,
 the thread tiles' vector runs and the double buffering, the direct kernel, and the fused
-epilogue (an eval BatchNorm's per-channel values computed in it too). Candidates come from generate_candidates over the graph IR analyze gives in this process.
+epilogue (an eval BatchNorm's per-channel values computed in it too). Candidates come from
+generate_candidates over the graph IR analyze gives in this process.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_cuda_conv.py
 

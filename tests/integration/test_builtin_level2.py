@@ -6,7 +6,8 @@ call. The default suite runs a GEMM, a convolution and a 3d transposed convoluti
 a second input and its own output twice; the rest carry the `slow` marker. The problems with
 logsumexp, clone/detach, dropout (eval) or adaptive average pooling (tests/fixtures/generate/
 level2_more_problems.tsv) must come back `correct` with no PyTorch call for those ops, and
-logsumexp must keep PyTorch's values on rows of -inf and +inf.
+logsumexp must keep PyTorch's values on rows of -inf and +inf. The tests that write their own
+references (logsumexp's infinities, the per-channel values) need the binary alone, not KernelBench.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_level2.py
 """
