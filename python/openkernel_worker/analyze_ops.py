@@ -208,10 +208,13 @@ def _row_shape_and_vendor_entries() -> Entries:
     yield (["Tensor.contiguous", "torch.clone", "Tensor.clone"],
            Spec("contiguous", sig(lambda input, memory_format=None: None), "unary"))
     yield ["torch.detach", "Tensor.detach"], Spec("contiguous", sig(lambda input: None), "unary")
-    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-                 "feature_alpha_dropout"):
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
         yield ([f"torch.nn.functional.{name}"],
                Spec("contiguous", sig(lambda input, p=0.5, training=True, inplace=False: None),
+                    "dropout"))
+    for name in ("alpha_dropout", "feature_alpha_dropout"):  # PyTorch's default: not training
+        yield ([f"torch.nn.functional.{name}"],
+               Spec("contiguous", sig(lambda input, p=0.5, training=False, inplace=False: None),
                     "dropout"))
 
     yield (["torch.nn.functional.linear", "torch._C._nn.linear"],

@@ -137,7 +137,8 @@ class WindowFamilies:
 
     def family_adaptive_pool(self, node: Any, spec: Any, b: dict[str, Any]) -> None:
         """adaptive_avg_pool / adaptive_max_pool {output_size}: one int per pooled dim, a None
-        entry resolved to the input's extent."""
+        entry resolved to the input's extent; Unsupported (the call kept) where an extent does
+        not divide its input extent, windows of uneven sizes that no lowering computes."""
         from .analyze_builder import Unsupported
 
         rank = spec.fixed["rank"]
@@ -151,9 +152,14 @@ class WindowFamilies:
         size = [size] * rank if isinstance(size, int) or size is None else list(size)
         if len(size) == 1:
             size = size * rank
-        size = [shape[len(shape) - rank + i] if s is None else s for i, s in enumerate(size)]
-        self.emit(node.name, spec.op, [self.tensor_arg(x, "the input")],
-                  {"output_size": _ints(size, rank, "output_size")}, node)
+        size = _ints([shape[len(shape) - rank + i] if s is None else s
+                      for i, s in enumerate(size)], rank, "output_size")
+        for extent, out in zip(shape[len(shape) - rank:], size):
+            if out < 1 or extent % out != 0:  # PyTorch's floor/ceil windows, which overlap
+                raise Unsupported(f"{spec.op} of extent {extent} to {out}: windows of uneven "
+                                  "sizes")
+        self.emit(node.name, spec.op, [self.tensor_arg(x, "the input")], {"output_size": size},
+                  node)
 
     def family_scan(self, node: Any, spec: Any, b: dict[str, Any]) -> None:
         from .analyze_builder import _one_dim

@@ -1,6 +1,7 @@
 """analyze.py and device_info.py: the operator-graph IR of docs/graph-ir.md and device specs."""
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from openkernel_worker.__main__ import handle
 from openkernel_worker.analyze import analyze
+from openkernel_worker.analyze_builder import tables
 from openkernel_worker.device_info import device_info
 from openkernel_worker.protocol import clean_floats
 
@@ -109,6 +111,25 @@ def test_clone_detach_and_eval_dropout_are_their_input(write: Write) -> None:
     assert all(n["kwargs"] == {} for n in r["nodes"] if n["op"] == "contiguous")
     r = run(write, reference("return F.dropout(x, 0.3, training=True)"))
     assert ops(r) == ["unknown"] and "training" in r["nodes"][0]["kwargs"]["reason"]
+    # Dropout's default is training=True, alpha dropout's training=False (then the identity).
+    r = run(write, reference("return F.dropout(x, 0.3) + F.alpha_dropout(x, 0.2) + "
+                             "F.feature_alpha_dropout(x, 0.2)"))
+    assert ops(r) == ["unknown", "contiguous", "add", "contiguous", "add"]
+    assert "training" in r["nodes"][0]["kwargs"]["reason"]
+
+
+def test_dropout_signatures_default_as_pytorchs() -> None:
+    # torch.fx records every argument of these calls, but a call bound by the table's signature
+    # alone must default as PyTorch does.
+    import torch.nn.functional as F
+
+    functions = tables()[0]
+    for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                 "feature_alpha_dropout"):
+        fn = getattr(F, name)
+        want = {k: p.default for k, p in inspect.signature(fn).parameters.items()}
+        got = {k: p.default for k, p in functions[fn].sig.parameters.items()}
+        assert got == want, name
 
 
 def test_max_indices_and_full_max(write: Write) -> None:

@@ -80,6 +80,19 @@ def test_adaptive_pooling_gives_one_output_extent_per_pooled_dim(write: Write) -
     assert "adaptive_max_pool" not in ops(r)
 
 
+def test_adaptive_pooling_of_uneven_windows_stays_a_pytorch_call(write: Write) -> None:
+    # 13 to 5 or 7 gives windows of uneven sizes (PyTorch's floor/ceil bounds), which no lowering
+    # computes: the module stays a module node, the functional an unknown node with the reason;
+    # output extents of 1 and divisors pool as before.
+    r = run(write, reference("return self.p(x) + F.adaptive_max_pool2d(x, (5, 7)).sum() + "
+                             "F.adaptive_avg_pool2d(x, (1, 13)).sum()",
+                             init="self.p = nn.AdaptiveAvgPool2d((5, 7))",
+                             inputs="[torch.randn(2, 3, 13, 13)]"))
+    assert ops(r)[:2] == ["module", "unknown"]
+    assert "uneven" in r["nodes"][1]["kwargs"]["reason"]
+    assert node(r, "adaptive_avg_pool")["kwargs"] == {"output_size": [1, 13]}
+
+
 def test_pooling_with_indices_is_unknown_with_a_reason(write: Write) -> None:
     r = run(write, reference("return self.p(x)[0]",
                              init="self.p = nn.MaxPool1d(2, return_indices=True)",

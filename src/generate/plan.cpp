@@ -97,7 +97,10 @@ class Planner {
         plan_.steps.push_back(Step{StepKind::kVendor, ni, -1});
         continue;
       }
-      if (n.kind == NodeKind::kView && !(open_ && cur_.produces(n.args[0].value))) {
+      // A view of a value computed inline (KernelGroup::broadcast) is a step of its own: the value
+      // is then read outside its group, so make_plan plans again without inlining.
+      if (n.kind == NodeKind::kView &&
+          !(open_ && cur_.produces(n.args[0].value) && !cur_.broadcast.contains(n.args[0].value))) {
         plan_.steps.push_back(Step{StepKind::kView, ni, -1});
         continue;
       }
@@ -196,8 +199,9 @@ class Planner {
       return true;
     }
     if (n.kind == NodeKind::kView) {
-      if (G.broadcast.contains(n.args[0].value)) return false;
-      add(G, ni, G.cls[n.args[0].value]);
+      const auto arg = G.cls.find(n.args[0].value);
+      if (arg == G.cls.end() || G.broadcast.contains(n.args[0].value)) return false;
+      add(G, ni, arg->second);
       return true;
     }
     // Elementwise.
@@ -248,27 +252,30 @@ class Planner {
     return true;
   }
 
-  // Whether full-size node ni may read G's broadcast values: each broadcasts to ni's shape and
-  // keeps it (the shape of its first reader, up to leading ones); sets the shape of those not
-  // read yet, and of the broadcast values they read.
+  // Whether full-size node ni may read G's broadcast values: each broadcasts to ni's shape, and
+  // it and every broadcast value it reads, however deep, keeps it (the shape of its first reader,
+  // up to leading ones: the value's expression is indexed once); sets the shape of those not read
+  // yet.
   bool reads_broadcast(KernelGroup& G, int ni) {
     const Shape& ctx = g_.values[g_.nodes[ni].out].shape;
-    std::vector<int> todo;
-    for (const auto& a : g_.nodes[ni].args)
-      if (!a.is_scalar() && G.broadcast.contains(a.value)) todo.push_back(a.value);
-    for (int v : todo) {
-      const Shape& known = G.broadcast.at(v);
-      if (!known.empty() && strip_leading_ones(known) != strip_leading_ones(ctx)) return false;
-      if (!broadcasts_to(g_.values[v].shape, ctx)) return false;
+    std::vector<int> todo, closure;
+    for (const auto& a : g_.nodes[ni].args) {
+      if (a.is_scalar() || !G.broadcast.contains(a.value)) continue;
+      if (!broadcasts_to(g_.values[a.value].shape, ctx)) return false;
+      todo.push_back(a.value);
     }
     while (!todo.empty()) {
       const int v = todo.back();
       todo.pop_back();
-      if (!G.broadcast.at(v).empty()) continue;
-      G.broadcast[v] = ctx;
+      if (std::find(closure.begin(), closure.end(), v) != closure.end()) continue;
+      const Shape& known = G.broadcast.at(v);
+      if (!known.empty() && strip_leading_ones(known) != strip_leading_ones(ctx)) return false;
+      closure.push_back(v);
       for (const auto& a : g_.nodes[g_.values[v].producer].args)
         if (!a.is_scalar() && G.broadcast.contains(a.value)) todo.push_back(a.value);
     }
+    for (int v : closure)
+      if (G.broadcast.at(v).empty()) G.broadcast[v] = ctx;
     return true;
   }
 

@@ -4,7 +4,8 @@
 // reduction (PyTorch's guard of an infinite max included); adaptive pooling as a mean or max over
 // the pooled dims, a plain pooling where the windows are even, refused where they are not; an
 // eval BatchNorm's per-channel rsqrt computed inline in the product's epilogue (and planned again
-// without inlining where a value computed inline is also read outside its group);
+// without inlining where a value computed inline is also read outside its group, through a view
+// too, or would be read at two shapes);
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
 
@@ -141,6 +142,60 @@ TEST(GenerateLevel2, PerChannelValuesAreComputedInlineInTheEpilogue) {
   for (const auto& step : escape.steps) kernels += step.kind == ok::generate::StepKind::kKernel;
   EXPECT_EQ(kernels, 3u);
   for (const auto& g : escape.groups) EXPECT_TRUE(g.broadcast.empty());
+}
+
+ok::generate::Shape strip_ones(ok::generate::Shape s) {
+  while (!s.empty() && s.front() == 1) s.erase(s.begin());
+  return s;
+}
+
+// Every kernel group reads only values it computes or lists as leaves (so it has a leaf); a value
+// computed inline (KernelGroup::broadcast) has one shape, that of every full-size reader in its
+// group (up to leading ones) and of every inline value that reads it.
+void expect_groups_consistent(const Graph& g, const ok::generate::Plan& plan) {
+  for (const auto& G : plan.groups) {
+    EXPECT_FALSE(G.leaves.empty());
+    for (int ni : G.nodes) {
+      const Node& n = g.nodes[ni];
+      for (const auto& a : n.args) {
+        if (a.is_scalar()) continue;
+        const bool inside =
+            std::find(G.nodes.begin(), G.nodes.end(), g.values[a.value].producer) != G.nodes.end();
+        const bool leaf = std::find(G.leaves.begin(), G.leaves.end(), a.value) != G.leaves.end();
+        EXPECT_TRUE(inside != leaf) << g.values[n.out].name << " reads " << g.values[a.value].name;
+        if (!G.broadcast.contains(a.value)) continue;
+        const auto reader = G.broadcast.find(n.out);
+        const ok::generate::Shape ctx =
+            reader == G.broadcast.end() ? g.values[n.out].shape : reader->second;
+        EXPECT_EQ(strip_ones(G.broadcast.at(a.value)), strip_ones(ctx))
+            << g.values[a.value].name << " read inline by " << g.values[n.out].name;
+      }
+    }
+  }
+}
+
+TEST(GenerateLevel2, AViewOfAnInlineValueIsReadOutsideItsGroup) {
+  // relu(x) * sigmoid(b).view(3, 1, 1) * rsqrt(b.abs().view(3, 1, 1) + 1e-5): the view of a value
+  // computed inline is a view step of its own, reading the value outside its group, so the plan is
+  // made again without inlining (not a group that takes the value for its own with no leaf).
+  const json ir = fixture("broadcast_view");
+  const ok::generate::Plan plan = planned(ir);
+  expect_groups_consistent(lowered(ir), plan);
+  for (const auto& G : plan.groups) EXPECT_TRUE(G.broadcast.empty());
+  for (const char* backend : {"cpu", "triton", "cuda"})
+    EXPECT_TRUE(must(ir, backend, 0, 1).supported) << backend;
+}
+
+TEST(GenerateLevel2, AnInlineValueHasOneShapeForAllItsReaders) {
+  // s = sigmoid(b) of [3, 1] is read inline by relu(x) * s at [2, 3, 4], and through t = s * 2 by
+  // y.reshape(8, 3, 1) * t at [8, 3, 1]: s cannot be indexed at both, so that reader is no part
+  // of the group and t is read outside it (the plan made again without inlining).
+  const json ir = fixture("broadcast_nested");
+  const ok::generate::Plan plan = planned(ir);
+  expect_groups_consistent(lowered(ir), plan);
+  // Where shapes agree the values stay inline (77: running_var + eps and its rsqrt).
+  const json bn = fixture("l2_77_convt3d_bn_adaptive_avg");
+  expect_groups_consistent(lowered(bn), planned(bn));
 }
 
 TEST(GenerateLevel2, TritonSourcesParseAsPython) {

@@ -48,6 +48,7 @@ typedef void* cudaStream_t;
 #define __syncthreads() ok_emu_barrier->arrive_and_wait()
 #define __ldg(p) (*(p))
 static inline int cudaGetLastError() { return 0; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }  // CUDA's: within 2 ulp of this
 float __shfl_xor_sync(unsigned, float, int);  // declared for the prelude; not modelled
 template <class Body>
 void ok_emu_launch(dim3 grid, dim3 block, Body body) {

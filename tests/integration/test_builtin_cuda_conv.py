@@ -4,7 +4,8 @@ threads as threads, __syncthreads a barrier) and its ModelNew compared with the 
 PyTorch output. That checks the implicit GEMM's gather (groups, stride, padding, dilation,
 transposed taps and the phase order whose tiles skip unreachable ones, 1d-3d), its tile edges,
 the thread tiles' vector runs and the double buffering, the direct kernel, and the fused
-epilogue. Candidates come from generate_candidates over the graph IR analyze gives in this process.
+epilogue (an eval BatchNorm's per-channel values computed in it too). Candidates come from
+generate_candidates over the graph IR analyze gives in this process.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_cuda_conv.py
 
@@ -108,13 +109,13 @@ def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int
     picks = chosen(params, extra_tiles)
     reference = load_reference(str(ref), overrides, module_name=f"ref_{ref.stem}")
     torch.manual_seed(0)
-    model = reference.module.Model(*reference.module.get_init_inputs())
+    model = reference.module.Model(*reference.module.get_init_inputs()).eval()  # as evaluated
     inputs = reference.module.get_inputs()
     with torch.no_grad():
         want = model(*inputs)
     for k in picks:
         cand = load_candidate(files[k], f"cand_{ref.stem}_{k}", reference.overrides)
-        new = cand.ModelNew(*cand.get_init_inputs())
+        new = cand.ModelNew(*cand.get_init_inputs()).eval()
         new.load_state_dict(model.state_dict())
         with torch.no_grad():
             got = new(*inputs)
@@ -128,6 +129,41 @@ def test_cuda_conv_kernels_match_torch_on_the_cpu_model(tmp_path: Path, name: st
     forms = check(tmp_path, write_reference(tmp_path / f"{name}.py", *FUNCTIONAL[name]), {},
                   extra_tiles=3)
     assert forms == {"gemm", "direct"}
+
+
+def test_eval_batch_norm_in_the_epilogue_matches_torch(tmp_path: Path) -> None:
+    # An eval-mode BatchNorm after a grouped, strided convolution, its statistics, weight and bias
+    # random: its per-channel rsqrt(running_var + eps) is computed inline in the epilogue of both
+    # forms (plan.hpp's KernelGroup::broadcast), indexed by each output's channel.
+    ref = tmp_path / "conv_bn.py"
+    ref.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(6, 10, 3, stride=2, padding=1, groups=2)
+        self.bn = nn.BatchNorm2d(10)
+        self.bn.running_mean.normal_()
+        self.bn.running_var.uniform_(0.5, 2.0)
+        self.bn.weight.data.normal_()
+        self.bn.bias.data.normal_()
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x))) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(2, 6, 11, 9)]
+
+
+def get_init_inputs():
+    return []
+""")
+    assert check(tmp_path, ref, {}, extra_tiles=0) == {"gemm", "direct"}
+    assert json.loads((tmp_path / "cuda" / "proposal.json").read_text())["pattern"] == \
+        "conv:epilogue"
 
 
 def kernelbench(name: str) -> tuple[Path, dict[str, str]]:

@@ -6,7 +6,8 @@ call. The default suite runs a GEMM, a convolution and a 3d transposed convoluti
 a second input and its own output twice; the rest carry the `slow` marker. The problems with
 logsumexp, clone/detach, dropout (eval) or adaptive average pooling (tests/fixtures/generate/
 level2_more_problems.tsv) must come back `correct` with no PyTorch call for those ops, and
-logsumexp must keep PyTorch's values on rows of -inf and +inf.
+logsumexp must keep PyTorch's values on rows of -inf and +inf. The tests that write their own
+references (logsumexp's infinities, the per-channel values) need the binary alone, not KernelBench.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_level2.py
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from builtin_support import KERNELBENCH, SKIPS, optimize_builtin, problems
+from builtin_support import (KERNELBENCH, NEEDS_BINARY, NEEDS_KERNELBENCH, optimize_builtin,
+                             problems)
 from locations import ROOT
 
 TABLE = ROOT / "tests/fixtures/generate/level2_problems.tsv"
@@ -29,7 +31,7 @@ CHOSEN = ["l2_12_gemm_mul_leaky", "l2_1_conv_relu_bias", "l2_26_convt3d_add_hard
 VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.|matmul|mm|conv|logsumexp|clone|detach|dropout|"
                     r"adaptive)|F\.(linear|conv)|self\.\w+\(|_ok_attr\(self, ")
 
-pytestmark = SKIPS
+pytestmark = NEEDS_BINARY  # the KernelBench problems also NEEDS_KERNELBENCH
 
 
 def check_one_fused_kernel(source: str) -> None:
@@ -39,6 +41,7 @@ def check_one_fused_kernel(source: str) -> None:
     assert len(re.findall(r"_ok_lib\.ok_\w+\(", forward)) == 1, forward
 
 
+@NEEDS_KERNELBENCH
 @pytest.mark.parametrize("name", CHOSEN)
 def test_level2_tail_runs_in_the_epilogue_and_is_correct(tmp_path: Path, name: str) -> None:
     ref, sets = problems(TABLE)[name]
@@ -46,12 +49,14 @@ def test_level2_tail_runs_in_the_epilogue_and_is_correct(tmp_path: Path, name: s
 
 
 @pytest.mark.slow
+@NEEDS_KERNELBENCH
 @pytest.mark.parametrize("name", sorted(set(problems(TABLE)) - set(CHOSEN)))
 def test_every_listed_level2_problem_is_correct(tmp_path: Path, name: str) -> None:
     ref, sets = problems(TABLE)[name]
     check_one_fused_kernel(optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR))
 
 
+@NEEDS_KERNELBENCH
 @pytest.mark.parametrize("name", [n if n in MORE_CHOSEN else pytest.param(n, marks=pytest.mark.slow)
                                   for n in sorted(problems(MORE))])
 def test_logsumexp_clone_dropout_and_adaptive_pool_problems_are_correct(tmp_path: Path,
@@ -91,21 +96,30 @@ def get_init_inputs():
 # Per-channel values recomputed per element in the epilogue (an eval-mode BatchNorm's
 # rsqrt(running_var + eps), plan.hpp's KernelGroup::broadcast) must index their [C] buffers by
 # channel: running statistics, weight and bias are random here (KernelBench's are 0, 1, 1, 0); after
-# a convolution, after nn.Linear, and alone (a pointwise kernel of the forward's input). The last
-# case reads exp(v) both inline and after a reduction, so the planner falls back to a kernel of its
-# own for it.
-@pytest.mark.parametrize("init,forward,inputs", [
+# a convolution, after nn.Linear (both one kernel), and alone (a pointwise kernel of the forward's
+# input). The planner falls back to kernels of their own where such a value is read outside its
+# group: exp(v) read inline and after a reduction; sigmoid(b) and abs(b) read through a view; and
+# where a value read inline by another would need two shapes (s at [2, 3, 4] and, through t, at
+# [8, 3, 1]).
+@pytest.mark.parametrize("init,forward,inputs,one_kernel", [
     ("self.conv = nn.Conv2d(3, 6, 3)\nself.bn = nn.BatchNorm2d(6)",
-     "return self.bn(self.conv(x)) * 2.0", "torch.randn(2, 3, 9, 11)"),
+     "return self.bn(self.conv(x)) * 2.0", "torch.randn(2, 3, 9, 11)", True),
     ("self.fc = nn.Linear(20, 12)\nself.bn = nn.BatchNorm1d(12)",
-     "return torch.relu(self.bn(self.fc(x) * 0.5))", "torch.randn(5, 20)"),
-    ("self.bn = nn.BatchNorm2d(4)", "return self.bn(x) * 2.0", "torch.randn(2, 4, 5, 6)"),
+     "return torch.relu(self.bn(self.fc(x) * 0.5))", "torch.randn(5, 20)", True),
+    ("self.bn = nn.BatchNorm2d(4)", "return self.bn(x) * 2.0", "torch.randn(2, 4, 5, 6)", False),
     ("self.v = nn.Parameter(torch.randn(8))",
      "y = torch.relu(x)\ne = torch.exp(self.v)\nreturn (y * e).sum(1, keepdim=True) * e",
-     "torch.randn(4, 8)"),
+     "torch.randn(4, 8)", False),
+    ("self.conv = nn.Conv2d(3, 6, 3)\nself.b = nn.Parameter(torch.randn(6))",
+     "y = torch.relu(self.conv(x)) * torch.sigmoid(self.b).view(1, -1, 1, 1)\n"
+     "return y * torch.rsqrt(self.b.abs().view(6, 1, 1) + 1e-5)", "torch.randn(2, 3, 9, 11)",
+     False),
+    ("self.b = nn.Parameter(torch.randn(3, 1))",
+     "r = torch.relu(x)\ns = torch.sigmoid(self.b)\ny = r * s\nt = s * 2.0\n"
+     "return y.reshape(8, 3, 1) * t", "torch.randn(2, 3, 4)", False),
 ])
 def test_per_channel_values_inline_in_the_epilogue(tmp_path: Path, init: str, forward: str,
-                                                    inputs: str) -> None:
+                                                    inputs: str, one_kernel: bool) -> None:
     indent = "\n        "
     randomise = ("for m in self.modules():\n"
                  "    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
@@ -133,5 +147,5 @@ def get_init_inputs():
     return []
 """)
     source = optimize_builtin(tmp_path, ref, [], VENDOR)
-    if "conv" in init or "fc" in init:
+    if one_kernel:
         check_one_fused_kernel(source)
