@@ -38,7 +38,7 @@ for backend in ${BACKENDS:-triton cuda}; do
   if [ -s "$tsv" ]; then
     "$BIN" score "$tsv" --json > "$OUT/score_$backend.json" 2>&1
     "$BIN" score "$tsv" > "$OUT/score_$backend.txt" 2>&1
-    "$BIN" compare "$tsv" --markdown --hardware "1x NVIDIA H200 (this run)" \
+    "$BIN" compare "$tsv" --markdown --hardware "1x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "unnamed GPU") (this run)" \
       > "$OUT/compare_$backend.md" 2>&1
     cp "$tsv" "$OUT/"
   fi

@@ -40,7 +40,7 @@ fi
 if [ -s "$TSV" ]; then
   "$BIN" score "$TSV" --json > "$OUT/score.json" 2>&1
   "$BIN" score "$TSV" > "$OUT/score.txt" 2>&1
-  "$BIN" compare "$TSV" --markdown --hardware "1x NVIDIA H200 (this run)" > "$OUT/compare.md" 2>&1
+  "$BIN" compare "$TSV" --markdown --hardware "1x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "unnamed GPU") (this run)" > "$OUT/compare.md" 2>&1
   cp "$TSV" "$OUT/"
 fi
 cp "$STATE/runs.txt" "$STATE/sweep.err" "$OUT/" 2>/dev/null
