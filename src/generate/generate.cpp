@@ -425,7 +425,8 @@ std::string describe_plan(const Graph& g, const Plan& plan, const std::string& b
   int k = 0;
   for (const auto& step : plan.steps) {
     const std::string tail = step.epilogue >= 0
-                                 ? fmt::format(" with its pointwise tail ({} ops) in the epilogue",
+                                 ? fmt::format(" with its {} tail ({} ops) in the epilogue",
+                                               plan.groups[step.epilogue].row ? "row" : "pointwise",
                                                plan.groups[step.epilogue].nodes.size())
                                  : "";
     if (step.kind == StepKind::kGemm) {
