@@ -37,6 +37,35 @@ VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.|matmul|mm|conv|logsumexp|clon
 pytestmark = SKIPS
 
 
+def module_reference(tmp_path: Path, init: str, forward: str, inputs: str) -> Path:
+    """A one-input reference in tmp_path: a Model whose __init__ runs the statements `init` (after
+    super().__init__()) and whose forward is `forward` (statements over x, the last a return), on
+    the input `inputs` (a Python expression)."""
+    indent = "\n        "
+    ref = tmp_path / "reference.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {indent.join(init.splitlines())}
+
+    def forward(self, x):
+        {indent.join(forward.splitlines())}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+""")
+    return ref
+
+
 def check_one_fused_kernel(source: str, row: bool = False) -> None:
     pattern = re.search(r"^# pattern: (\S+)$", source, re.M)
     ending = r":epilogue\[[^\]]*\]" if row else ":epilogue"
@@ -112,32 +141,11 @@ def get_init_inputs():
 ])
 def test_per_channel_values_inline_in_the_epilogue(tmp_path: Path, init: str, forward: str,
                                                     inputs: str) -> None:
-    indent = "\n        "
     randomise = ("for m in self.modules():\n"
                  "    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
                  "        m.running_mean.normal_()\n        m.running_var.uniform_(0.5, 2.0)\n"
                  "        m.weight.data.normal_()\n        m.bias.data.normal_()")
-    ref = tmp_path / "reference.py"
-    ref.write_text(f"""import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        {indent.join((init + chr(10) + randomise).splitlines())}
-
-    def forward(self, x):
-        {indent.join(forward.splitlines())}
-
-
-def get_inputs():
-    return [{inputs}]
-
-
-def get_init_inputs():
-    return []
-""")
+    ref = module_reference(tmp_path, init + "\n" + randomise, forward, inputs)
     source = optimize_builtin(tmp_path, ref, [], VENDOR)
     if "conv" in init or "fc" in init:
         check_one_fused_kernel(source)
@@ -166,29 +174,8 @@ def test_row_tails_run_in_the_gemm_epilogue_and_are_correct(tmp_path: Path, name
 ])
 def test_row_epilogue_references(tmp_path: Path, init: str, forward: str, inputs: str,
                                  one: bool) -> None:
-    indent = "\n        "
-    ref = tmp_path / "reference.py"
-    ref.write_text(f"""import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        {indent.join(init.splitlines())}
-
-    def forward(self, x):
-        {indent.join(forward.splitlines())}
-
-
-def get_inputs():
-    return [{inputs}]
-
-
-def get_init_inputs():
-    return []
-""")
-    source = optimize_builtin(tmp_path, ref, [], VENDOR)
+    source = optimize_builtin(tmp_path, module_reference(tmp_path, init, forward, inputs), [],
+                              VENDOR)
     assert ":epilogue[" in re.search(r"^# pattern: (\S+)$", source, re.M).group(1), source[:400]
     if one:
         check_one_fused_kernel(source, row=True)
