@@ -8,6 +8,8 @@
 // on the CPU as the row kernel's body over the rows of a task (emit_cpu.cpp).
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "generate/emit.hpp"
 
 namespace ok::generate {
@@ -92,7 +94,9 @@ std::vector<std::string> triton_row_epilogue(const Graph& g, const KernelGroup& 
       fmt::format("ep_row = bid * {} + offs_cm{}", gm.m, cast),
       seg == 1 ? "ep_s = 0" : fmt::format("ep_s = tl.arange(0, {})[None, :, None]", seg),
       fmt::format("ep_r = tl.arange(0, {})[None, None, :]", br),
-      fmt::format("ep_mask = (offs_cm[:, None, None] < {}) & (ep_r < {})", gm.m, G.red),
+      fmt::format("ep_omask = offs_cm[:, None, None] < {}", gm.m),
+      fmt::format("ep_rmask = ep_r < {}", G.red),
+      "ep_mask = ep_omask & ep_rmask",
       fmt::format("ep_pmask = offs_cm[:, None] < {}", gm.m),
       fmt::format("ep_o3 = ep_row[:, None, None] * {} + ep_s", seg),
       seg == 1 ? "ep_o = ep_row[:, None]"
@@ -107,11 +111,22 @@ std::vector<std::string> triton_row_epilogue(const Graph& g, const KernelGroup& 
   sp.perrow_coords = {Coord{"ep_o", 0, G.red_begin}, Coord{"0", G.red_end, rank}};
   std::map<int, bool> perrow_known;
   Region::Hooks h;
+  // Triton broadcasts a load's mask to its pointers, never the reverse: the mask is that of the
+  // coordinates the index uses (a bias read by column: [1, 1, R]).
+  auto mask_of = [](const std::string& idx, Cls c) -> std::string {
+    auto uses = [&idx](const char* name) {
+      return std::regex_search(idx, std::regex(std::string("\\b") + name + "\\b"));
+    };
+    if (c == Cls::kPerRow) return uses("ep_o") ? ", mask=ep_pmask, other=0.0" : "";
+    const bool rows = uses("ep_o3"), cols = uses("ep_r");
+    if (uses("ep_i") || (rows && cols)) return ", mask=ep_mask, other=0.0";
+    if (cols) return ", mask=ep_rmask, other=0.0";
+    return rows ? ", mask=ep_omask, other=0.0" : "";
+  };
   h.load = [&](int v, const Shape& ctx, Cls c) -> std::string {
     if (v == product) return "ep_x";
-    return fmt::format("tl.load({} + ({}), mask={}, other=0.0)", names.at(v),
-                       index_of(g, G, v, ctx, c, sp, true),
-                       c == Cls::kRow ? "ep_mask" : "ep_pmask");
+    const std::string idx = index_of(g, G, v, ctx, c, sp, true);
+    return fmt::format("tl.load({} + ({}){})", names.at(v), idx, mask_of(idx, c));
   };
   h.decl = [&](int v, const std::string& expr, Cls c) {
     lines.push_back(fmt::format("{} = {}", Region::var(v, c), expr));
