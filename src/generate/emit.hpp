@@ -190,6 +190,12 @@ std::vector<std::string> triton_row_epilogue(const Graph& g, const KernelGroup& 
 std::string cpu_row_epilogue(const Graph& g, const KernelGroup& G, int product,
                              const Skills& skills, const std::map<int, std::string>& names);
 
+// The same for the CUDA GEMM (emit_cuda.cpp): the row kernel's passes, a block of `threads` per
+// row, over the rows o in [ep_o0, ep_o1) whose product values the block stored in `ep_scratch`.
+std::string cuda_row_epilogue(const Graph& g, const KernelGroup& G, int product,
+                              const Skills& skills, const std::map<int, std::string>& names,
+                              int threads);
+
 // One matrix product (a kGemm node) on `backend`, from its gemm skill with `params` (that skill's
 // point); the launch lines allocate the output and run the kernel. `epilogue`: the pointwise group
 // fused into it, or null.

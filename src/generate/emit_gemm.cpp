@@ -224,13 +224,34 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
                false);
   ctx["launcher"] = fmt::format("ok_launch_gemm_{}", index);
   ctx["tiles_m"] = std::to_string((gm.m + bm - 1) / bm);
-  ctx["tiles_n"] = std::to_string((gm.n + bn - 1) / bn);
-  Epilogue e = cpp_epilogue(g, n, G, skills, "cuda", "bi * M * N + i * N + j", ctx);
+  const bool row = G && G->row;
+  ctx["row"] = row;
+  ctx["tiles_n"] = row ? "1" : std::to_string((gm.n + bn - 1) / bn);
+  Epilogue e = cpp_epilogue(g, n, row ? nullptr : G, skills, "cuda", "bi * M * N + i * N + j", ctx);
+  std::string scratch;
+  if (row) {  // the row epilogue: the block's rows through a scratch copy of the product
+    std::map<int, std::string> names;
+    e = epilogue_params(G, n.out, "cuda", names);
+    names[e.stored] = "c";
+    scratch = fmt::format("_ok_scratch_{}", index);
+    ctx["extra"] = e.signature() + ", float* ep_scratch";
+    std::string call;
+    for (const auto& name : e.names) call += ", " + name;
+    ctx["extra_names"] = call + ", ep_scratch";
+    ctx["red"] = std::to_string(G->red);
+    ctx["rows"] = cuda_row_epilogue(g, *G, n.out, skills, names, (bm / tm) * (bn / tn));
+  }
   std::string code = render_skill(skills, "cuda", "gemm", "kernel", ctx) + "\n" +
                      render_skill(skills, "cuda", "gemm", "launcher", ctx) + "\n";
   std::vector<std::string> launch = allocs(g, n, e);
-  launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}, _ok_stream()))", index,
-                               pointers(g, n, e)));
+  if (row)
+    launch.push_back(
+        fmt::format("{} = _ok_torch.empty({}, device={}.device, "
+                    "dtype=_ok_torch.float32)",
+                    scratch, gm.batch * gm.m * gm.n, py_name(g, n.args[0].value)));
+  launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}{}, _ok_stream()))", index,
+                               pointers(g, n, e),
+                               row ? fmt::format(", _ok_ptr({})", scratch) : ""));
   return {code, launch};
 }
 

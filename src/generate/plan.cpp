@@ -495,7 +495,7 @@ class Planner {
 }  // namespace
 
 bool row_epilogue_fits(const std::string& backend, int64_t n, int64_t red) {
-  if (backend == "cpu") return n <= kCpuRowEpilogueMax;
+  if (backend == "cpu" || backend == "cuda") return n <= kLoopedRowEpilogueMax;
   if (backend != "triton" || next_pow2(n) > kTritonRowEpilogueMax) return false;
   // Segments of a row (GroupNorm's groups) are a [BLOCK_M, N / R, R] view of the tile: exact
   // only where N and R are powers of two and the tile is N wide.

@@ -81,11 +81,12 @@ struct Planned {
 Planned make_plan(const Graph& g, const Skills& skills, const std::string& backend = "");
 
 // Whether `backend`'s GEMM template computes a row epilogue over output rows of n columns whose
-// reduced rows are segments of red columns: the CPU template loops the row in column tiles into a
-// buffer of BM rows (n up to kCpuRowEpilogueMax); Triton holds the row in one BLOCK_N tile (n up to
+// reduced rows are segments of red columns: the CPU and CUDA templates loop the row in column
+// tiles into a buffer (CPU: BM rows per task; CUDA: a scratch copy of the product the block reads
+// back) with n up to kLoopedRowEpilogueMax; Triton holds the row in one BLOCK_N tile (n up to
 // kTritonRowEpilogueMax rounded up to a power of two; segments of a row only where n and red are
-// powers of two); CUDA has none yet.
-inline constexpr int64_t kCpuRowEpilogueMax = 65536;
+// powers of two).
+inline constexpr int64_t kLoopedRowEpilogueMax = 65536;
 inline constexpr int64_t kTritonRowEpilogueMax = 1024;
 bool row_epilogue_fits(const std::string& backend, int64_t n, int64_t red);
 

@@ -171,9 +171,7 @@ TEST(GenerateGemm, AttentionIsTwoProductsAroundOneRowKernel) {
     Proposal p = must(fixture("attention"), backend);
     ASSERT_TRUE(p.supported) << backend << ": " << p.reason;
     // The softmax's rows (16 wide) fit one program: the first product's row epilogue.
-    EXPECT_EQ(p.pattern, std::string(backend) == "cuda" ? "gemm+row:softmax+gemm"
-                                                        : "gemm:epilogue[row:softmax]+gemm")
-        << backend;
+    EXPECT_EQ(p.pattern, "gemm:epilogue[row:softmax]+gemm") << backend;
     ASSERT_FALSE(p.candidates.empty());
     EXPECT_FALSE(std::regex_search(forward_of(p.candidates[0].source), vendor)) << backend;
   }

@@ -33,7 +33,7 @@ using ok::testing::must;
 
 // {fixture, plan pattern} of every row of level2_more_problems.tsv. Reductions over extents of 1
 // (18's chain after its row sum) are views, so one row group follows the GEMM, in its epilogue
-// (a row epilogue: the rows fit one program; CUDA keeps it a row kernel); the clones are their
+// (a row epilogue: the rows fit one program); the clones are their
 // input, so 40's and 20's tails still fuse into the product.
 const std::vector<std::pair<std::string, std::string>> kCases = {
     {"l2_18_gemm_reductions_lse", "gemm:epilogue[reduce:sum,amax,mean,logsumexp]"},

@@ -2,8 +2,9 @@
 // that reads a GEMM's output alone runs in that GEMM's epilogue when the backend's template holds
 // a whole output row in one program (plan.cpp, row_fusible; emit_epilogue.cpp, emit_cpu.cpp).
 // Fixtures: tests/fixtures/generate/level2_row_problems.tsv (the worker's analyze at reduced
-// sizes). The CPU template loops the row; Triton holds it in one BLOCK_N tile (N up to 1024, a
-// GroupNorm's segments only where N and the group are powers of two); CUDA keeps two kernels.
+// sizes). The CPU and CUDA templates loop the row (CUDA through a scratch copy of the product);
+// Triton holds it in one BLOCK_N tile (N up to 1024, a GroupNorm's segments only where N and the
+// group are powers of two).
 // Triton sources parsed by Python, CUDA sources compiled by nvcc where they exist.
 #include <gtest/gtest.h>
 
@@ -30,20 +31,20 @@ struct Case {
 };
 
 // 37's groups are 12 wide (not a power of two) and 62's rows 2048 wide (past Triton's 1024):
-// two kernels on Triton, one on the CPU.
+// two kernels on Triton, one on the CPU and CUDA.
 const std::vector<Case> kCases = {
     {"l2_99_gemm_gelu_softmax", "gemm:epilogue[row:softmax]", "gemm:epilogue[row:softmax]",
-     "gemm+row:softmax"},
+     "gemm:epilogue[row:softmax]"},
     {"l2_14_gemm_div_sum_scale", "gemm:epilogue[reduce:sum]", "gemm:epilogue[reduce:sum]",
-     "gemm+reduce:sum"},
+     "gemm:epilogue[reduce:sum]"},
     {"l2_80_gemm_max_sub_gelu", "gemm:epilogue[reduce:amax,mean]",
-     "gemm:epilogue[reduce:amax,mean]", "gemm+reduce:amax,mean"},
+     "gemm:epilogue[reduce:amax,mean]", "gemm:epilogue[reduce:amax,mean]"},
     {"l2_30_gemm_groupnorm_hardtanh", "gemm:epilogue[row:group_norm]",
-     "gemm:epilogue[row:group_norm]", "gemm+row:group_norm"},
+     "gemm:epilogue[row:group_norm]", "gemm:epilogue[row:group_norm]"},
     {"l2_37_gemm_swish_groupnorm", "gemm:epilogue[row:group_norm]", "gemm+row:group_norm",
-     "gemm+row:group_norm"},
+     "gemm:epilogue[row:group_norm]"},
     {"l2_62_gemm_groupnorm_wide", "gemm:epilogue[row:group_norm]", "gemm+row:group_norm",
-     "gemm+row:group_norm"},
+     "gemm:epilogue[row:group_norm]"},
 };
 
 const std::regex kVendor(R"(self\.\w+\(|_ok_attr\(self, "[^"]*"\)\(|_ok_torch\.(nn|matmul|mm|)"
@@ -52,7 +53,7 @@ const std::regex kVendor(R"(self\.\w+\(|_ok_attr\(self, "[^"]*"\)\(|_ok_torch\.(
 // Kernels launched by a candidate's forward (C++ library calls and Triton launches).
 size_t launches(const std::string& source, const std::string& backend) {
   const std::string fwd = ok::testing::forward_of(source);
-  const std::regex call(backend == "triton" ? R"(\]\()" : R"(_ok_lib\.\w+\()");
+  const std::regex call(backend == "triton" ? R"(\]\()" : R"(_ok_lib\.(ok_launch_)?\w+\()");
   return static_cast<size_t>(
       std::distance(std::sregex_iterator(fwd.begin(), fwd.end(), call), std::sregex_iterator()));
 }
@@ -71,10 +72,9 @@ TEST(GenerateRowEpilogue, EveryListedProblemIsOneKernelWhereItsRowsFit) {
       ASSERT_FALSE(p.candidates.empty());
       // The fused plan ranks first (before the split plans of few long rows).
       const bool fused = pattern.find(":epilogue[") != std::string::npos;
-      if (backend != std::string("cuda"))
-        EXPECT_EQ(launches(p.candidates[0].source, backend), fused ? 1u : 2u)
-            << c.name << " " << backend << "\n"
-            << ok::testing::forward_of(p.candidates[0].source);
+      EXPECT_EQ(launches(p.candidates[0].source, backend), fused ? 1u : 2u)
+          << c.name << " " << backend << "\n"
+          << ok::testing::forward_of(p.candidates[0].source);
       for (const auto& cand : p.candidates)
         EXPECT_FALSE(std::regex_search(ok::testing::forward_of(cand.source), kVendor))
             << c.name << " " << backend;
@@ -86,7 +86,7 @@ TEST(GenerateRowEpilogue, ThePlanNamesTheGroupAndItsProduct) {
   auto skills = ok::generate::load_skills(kSkills);
   ASSERT_TRUE(skills.has_value());
   const ok::generate::Graph g = lowered(fixture("l2_30_gemm_groupnorm_hardtanh"));
-  for (const char* backend : {"cpu", "triton"}) {
+  for (const char* backend : {"cpu", "triton", "cuda"}) {
     const auto p = ok::generate::make_plan(g, *skills, backend);
     ASSERT_EQ(p.unsupported, "");
     // One kernel: the GEMM (the other steps are views of the norm's weights).
@@ -102,20 +102,18 @@ TEST(GenerateRowEpilogue, ThePlanNamesTheGroupAndItsProduct) {
     EXPECT_EQ(G.red, 8);  // 32 channels in 4 groups: segments of the row
     EXPECT_EQ(G.inner, 1);
   }
-  // Without a backend (and on CUDA) the row group stays a kernel of its own.
-  for (const char* backend : {"", "cuda"}) {
-    const auto p = ok::generate::make_plan(g, *skills, backend);
-    EXPECT_EQ(p.plan.pattern, "gemm+row:group_norm") << backend;
-  }
-  // The bounds: the CPU's loop of the row, Triton's one tile, segments of powers of two.
+  // Without a backend the row group stays a kernel of its own.
+  EXPECT_EQ(ok::generate::make_plan(g, *skills).plan.pattern, "gemm+row:group_norm");
+  // The bounds: the CPU's and CUDA's loop of the row, Triton's one tile, segments of powers of two.
   using ok::generate::row_epilogue_fits;
   EXPECT_TRUE(row_epilogue_fits("cpu", 8192, 16));
-  EXPECT_FALSE(row_epilogue_fits("cpu", ok::generate::kCpuRowEpilogueMax + 1, 1));
+  EXPECT_FALSE(row_epilogue_fits("cpu", ok::generate::kLoopedRowEpilogueMax + 1, 1));
+  EXPECT_TRUE(row_epilogue_fits("cuda", 2048, 12));
   EXPECT_TRUE(row_epilogue_fits("triton", 1000, 1000));
   EXPECT_FALSE(row_epilogue_fits("triton", 1025, 1025));
   EXPECT_TRUE(row_epilogue_fits("triton", 1024, 64));
   EXPECT_FALSE(row_epilogue_fits("triton", 48, 12));
-  EXPECT_FALSE(row_epilogue_fits("cuda", 16, 16));
+  EXPECT_FALSE(row_epilogue_fits("", 16, 16));
 }
 
 TEST(GenerateRowEpilogue, ValuesReadLaterAreStoredByTheEpilogue) {
@@ -148,7 +146,7 @@ TEST(GenerateRowEpilogue, TritonTilesCoverTheRowWithoutSplitK) {
 
 std::vector<std::pair<std::string, std::string>> pairs() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const Case& c : kCases) out.emplace_back(c.name, c.triton);
+  for (const Case& c : kCases) out.emplace_back(c.name, c.cuda);
   return out;
 }
 

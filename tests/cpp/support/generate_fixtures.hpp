@@ -77,16 +77,9 @@ inline std::string forward_of(const std::string& source) {
   return source.substr(source.find("class ModelNew(Model):"));
 }
 
-// A plan pattern as a backend without row epilogues (CUDA) plans it: each GEMM with its row tail
-// in the epilogue ("gemm:epilogue[row:softmax]") a GEMM followed by that row kernel.
-inline std::string without_row_epilogue(const std::string& pattern) {
-  return std::regex_replace(pattern, std::regex(R"(gemm:epilogue\[([^\]]*)\])"), "gemm+$1");
-}
-
 // Each {fixture NAME, PATTERN} on every backend, the first `max` points: supported with that
-// pattern (CUDA: without_row_epilogue of it), at least one candidate, and no candidate's forward
-// matching `vendor` (the calls that would leave the op to PyTorch). Fails the current test at the
-// first unsupported fixture.
+// pattern, at least one candidate, and no candidate's forward matching `vendor` (the calls that
+// would leave the op to PyTorch). Fails the current test at the first unsupported fixture.
 inline void expect_supported_without_vendor(
     const std::vector<std::pair<std::string, std::string>>& cases, const std::regex& vendor,
     int max = 8) {
@@ -94,8 +87,7 @@ inline void expect_supported_without_vendor(
     for (const char* backend : {"cpu", "triton", "cuda"}) {
       generate::Proposal p = must(fixture(name), backend, 0, max);
       ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
-      EXPECT_EQ(p.pattern, std::string(backend) == "cuda" ? without_row_epilogue(pattern) : pattern)
-          << name << " " << backend;
+      EXPECT_EQ(p.pattern, pattern) << name << " " << backend;
       ASSERT_FALSE(p.candidates.empty()) << name << " " << backend;
       for (const auto& c : p.candidates)
         EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))

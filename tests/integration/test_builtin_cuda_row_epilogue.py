@@ -1,0 +1,53 @@
+"""The builtin generator's CUDA row epilogues, run without a GPU: a GEMM whose row tail (softmax, a
+row reduction, a GroupNorm with its groups inside the row) runs in its kernel (the block's rows
+through a scratch copy of the product, then the row kernel's passes with block reductions),
+compiled by g++ against the CPU model of CUDA's execution (cuda_emulate.py, warp shuffles of a
+block in lockstep included) and compared with the reference's PyTorch output, for the first points
+of the parameter space. Problems: tests/fixtures/generate/level2_row_problems.tsv (KernelBench at
+reduced sizes); the default run takes two, `-m slow` the rest.
+
+    /usr/bin/python3 -m pytest -q tests/integration/test_builtin_cuda_row_epilogue.py
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from builtin_support import KERNELBENCH, problems
+from cuda_emulate import load_candidate
+from locations import ROOT
+from test_builtin_cuda_conv import candidates, load_reference, torch
+
+TABLE = ROOT / "tests/fixtures/generate/level2_row_problems.tsv"
+CHOSEN = ["l2_30_gemm_groupnorm_hardtanh", "l2_99_gemm_gelu_softmax"]
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}")
+@pytest.mark.parametrize("name", [n if n in CHOSEN else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(problems(TABLE))])
+def test_cuda_row_epilogue_matches_torch_on_the_cpu_model(tmp_path: Path, name: str) -> None:
+    rel, sets = problems(TABLE)[name]
+    ref, overrides = KERNELBENCH / rel, dict(s.split("=", 1) for s in sets)
+    files, params = candidates(tmp_path, ref, overrides)
+    source = files[0].read_text()
+    assert "ep_scratch" in source, "the first candidate runs the row tail in the GEMM"
+    reference = load_reference(str(ref), overrides, module_name=f"ref_{ref.stem}")
+    torch.manual_seed(0)
+    model = reference.module.Model(*reference.module.get_init_inputs())
+    for m in model.modules():  # norm weights that are not 1 and 0
+        if isinstance(m, torch.nn.GroupNorm):
+            m.weight.data.normal_()
+            m.bias.data.normal_()
+    inputs = reference.module.get_inputs()
+    with torch.no_grad():
+        want = model(*inputs)
+    for k in range(min(3, len(files))):
+        cand = load_candidate(files[k], f"cand_{ref.stem}_{k}", reference.overrides)
+        new = cand.ModelNew(*cand.get_init_inputs())
+        new.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            got = new(*inputs)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5,
+                                   msg=lambda m: f"{name} {json.dumps(params[k])}: {m}")
