@@ -538,15 +538,26 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
   out.pattern = whole.plan.pattern;
   std::vector<int64_t> splits = split_options(lowered->graph);
   if (splits.empty()) splits.push_back(1);
-  if (whole.plan.pattern.find(":epilogue[") != std::string::npos)  // a row epilogue: one kernel
+  const bool fused = whole.plan.pattern.find(":epilogue[") != std::string::npos;
+  if (fused)  // a row epilogue: one kernel, before the split plans
     std::stable_partition(splits.begin(), splits.end(), [](int64_t s) { return s == 1; });
+  // On a GPU the fused plan has only its row tiles' parallelism: the plan without row epilogues is
+  // offered too, first where the fused one would leave the device idle (row_epilogue_idles).
+  const bool plain = fused && backend != "cpu";
+  const size_t late = plain && row_epilogue_idles(lowered->graph, whole.plan) ? 1 : 0;
   std::vector<Ranked> ranked;
-  for (size_t i = 0; i < splits.size(); ++i) {
-    const Graph g = split_reductions(lowered->graph, splits[i]);
-    Planned planned = splits[i] > 1 ? make_plan(g, *skills, backend) : whole;
+  for (size_t i = 0; i < splits.size() + plain; ++i) {
+    const bool alt = i == splits.size();
+    const Graph g = split_reductions(lowered->graph, alt ? 1 : splits[i]);
+    Planned planned = alt             ? make_plan(g, *skills)
+                      : splits[i] > 1 ? make_plan(g, *skills, backend)
+                                      : whole;
     if (!planned.unsupported.empty()) continue;
-    json point = splits.size() > 1 ? json{{"split", splits[i]}} : json::object();
-    auto why = plan_candidates(g, planned.plan, req, point, out.pattern, i, ranked);
+    json point = alt                 ? json{{"row_epilogue", false}}
+                 : splits.size() > 1 ? json{{"split", splits[i]}}
+                                     : json::object();
+    const size_t rank = alt ? 1 - late : i + (i == 0 ? late : 0);
+    auto why = plan_candidates(g, planned.plan, req, point, out.pattern, rank, ranked);
     if (!why) return std::unexpected(why.error());
     if (out.reason.empty()) out.reason = *why;
   }

@@ -502,6 +502,15 @@ bool row_epilogue_fits(const std::string& backend, int64_t n, int64_t red) {
   return red == n || (n == next_pow2(n) && red == next_pow2(red) && n >= 32);
 }
 
+bool row_epilogue_idles(const Graph& g, const Plan& plan) {
+  for (const Step& s : plan.steps) {
+    if (s.kind != StepKind::kGemm || s.epilogue < 0 || !plan.groups[s.epilogue].row) continue;
+    const Gemm& gm = g.nodes[s.node].gemm;
+    if (gm.n > kTritonRowEpilogueMax && gm.batch * gm.m < kIdleRows) return true;
+  }
+  return false;
+}
+
 Planned make_plan(const Graph& g, const Skills& skills, const std::string& backend) {
   Planner inlined(g, skills, true, backend);
   Planned p = inlined.run();

@@ -89,6 +89,11 @@ Planned make_plan(const Graph& g, const Skills& skills, const std::string& backe
 inline constexpr int64_t kLoopedRowEpilogueMax = 65536;
 inline constexpr int64_t kTritonRowEpilogueMax = 1024;
 bool row_epilogue_fits(const std::string& backend, int64_t n, int64_t red);
+// Whether a GPU would sit mostly idle under plan's row epilogues: some GEMM with one has rows wider
+// than a Triton tile and fewer than kIdleRows rows (at 64 rows a block, fewer blocks than an H100
+// has SMs), where the GEMM alone had a tile per BN columns as well.
+inline constexpr int64_t kIdleRows = 64 * 132;
+bool row_epilogue_idles(const Graph& g, const Plan& plan);
 
 // Split reductions (split.cpp): a sum/max/min/prod whose rows are few and long (fewer than 128
 // programs, rows of at least 8192) is rewritten as a view [outer, S, R / S, inner],
