@@ -10,18 +10,18 @@ reduced sizes); the default run takes two, `-m slow` the rest.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from builtin_support import KERNELBENCH, problems
-from cuda_emulate import load_candidate
 from locations import ROOT
-from test_builtin_cuda_conv import candidates, load_reference, torch
+from test_builtin_cuda_conv import GENERATE, candidates, run_candidates, torch
 
 TABLE = ROOT / "tests/fixtures/generate/level2_row_problems.tsv"
 CHOSEN = ["l2_30_gemm_groupnorm_hardtanh", "l2_99_gemm_gelu_softmax"]
+pytestmark = pytest.mark.skipif(not GENERATE.is_file(),
+                                reason=f"no generate_candidates at {GENERATE}")
 
 
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}")
@@ -33,21 +33,11 @@ def test_cuda_row_epilogue_matches_torch_on_the_cpu_model(tmp_path: Path, name: 
     files, params = candidates(tmp_path, ref, overrides)
     fused = [k for k, f in enumerate(files) if "ep_scratch" in f.read_text()][:3]
     assert fused, "some candidate runs the row tail in the GEMM"
-    reference = load_reference(str(ref), overrides, module_name=f"ref_{ref.stem}")
-    torch.manual_seed(0)
-    model = reference.module.Model(*reference.module.get_init_inputs())
-    for m in model.modules():  # norm weights that are not 1 and 0
-        if isinstance(m, torch.nn.GroupNorm):
-            m.weight.data.normal_()
-            m.bias.data.normal_()
-    inputs = reference.module.get_inputs()
-    with torch.no_grad():
-        want = model(*inputs)
-    for k in fused:
-        cand = load_candidate(files[k], f"cand_{ref.stem}_{k}", reference.overrides)
-        new = cand.ModelNew(*cand.get_init_inputs())
-        new.load_state_dict(model.state_dict())
-        with torch.no_grad():
-            got = new(*inputs)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5,
-                                   msg=lambda m: f"{name} {json.dumps(params[k])}: {m}")
+
+    def random_norm_weights(model: torch.nn.Module) -> None:  # not KernelBench's 1 and 0
+        for m in model.modules():
+            if isinstance(m, torch.nn.GroupNorm):
+                m.weight.data.normal_()
+                m.bias.data.normal_()
+
+    run_candidates(ref, overrides, files, params, fused, random_norm_weights, atol=1e-5)
