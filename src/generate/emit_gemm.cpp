@@ -33,7 +33,8 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
   if (s.backend == "triton") {
     const int64_t bm = at("BLOCK_M"), bn = at("BLOCK_N"), bk = at("BLOCK_K"), sk = at("SPLIT_K");
     if (bm > std::max<int64_t>(16, next_pow2(gm.m)) ||
-        bn > std::max<int64_t>(32, next_pow2(gm.n)) || bk > std::max<int64_t>(16, next_pow2(gm.k)))
+        bn > std::max<int64_t>(32, next_pow2(std::max(gm.n, row_n))) ||
+        bk > std::max<int64_t>(16, next_pow2(gm.k)))
       return false;
     // A row epilogue's tile is its whole row; tiles past 256 wide only for one.
     if (row_n > 0 ? bn != std::max<int64_t>(32, next_pow2(row_n)) : bn > 256) return false;

@@ -346,6 +346,7 @@ class Planner {
       if (s.kind == StepKind::kKernel && at > 0 &&
           (fusible(kept[at - 1], s.group) || row_fusible(kept[at - 1], s.group))) {
         Step product = kept[at - 1];
+        if (plan_.groups[s.group].row) row_n_ = g_.nodes[product.node].gemm.n;
         product.epilogue = s.group;
         plan_.groups[s.group].fused_into = product.node;
         kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(at) - 1);
@@ -416,6 +417,8 @@ class Planner {
       return false;
     if (G.inner != 1 || G.full != numel(g_.values[p.out].shape) || p.gemm.n % G.red != 0)
       return false;
+    // The plan's GEMMs share one point: Triton's BLOCK_N is the first row epilogue's N.
+    if (backend_ == "triton" && row_n_ > 0 && p.gemm.n != row_n_) return false;
     return row_epilogue_fits(backend_, p.gemm.n, G.red) && reads_alone(G, prev.node);
   }
 
@@ -484,6 +487,7 @@ class Planner {
   const Skills& skills_;
   const bool inline_broadcast_;
   const std::string backend_;
+  int64_t row_n_ = 0;  // N of the GEMMs with a row epilogue so far
   bool escaped_ = false;
   std::vector<bool> live_;
   Plan plan_;
