@@ -4,8 +4,9 @@
 // the accumulator; the group's other leaves are extra kernel inputs read at the element's flat
 // index (broadcast as in a pointwise kernel); its first output is stored through the template's
 // own output pointer, any others through extra output pointers. A row group fused into a GEMM (a
-// row epilogue) runs on Triton over the program's whole-row tile (triton_row_epilogue, here) and
-// on the CPU as the row kernel's body over the rows of a task (emit_cpu.cpp).
+// row epilogue) runs on Triton over the program's whole-row tile (triton_row_epilogue, here), on
+// the CPU and CUDA as the row kernel's passes over the rows of a task or block (emit_cpu.cpp,
+// emit_cuda.cpp).
 #include <fmt/format.h>
 
 #include <regex>

@@ -2,7 +2,9 @@
 // (data/skills/{cpu,triton,cuda}_gemm.json): one kernel per Gemm node, its shapes, strides and kept
 // triangle baked in as constants; the forward lines allocate the output and launch it. A fused
 // pointwise tail runs in each template's epilogue slot on the accumulated value
-// (emit_epilogue.cpp).
+// (emit_epilogue.cpp); a fused row tail (a row epilogue) over whole output rows: Triton's tile
+// covers N, the CPU's task and CUDA's block loop the row's column tiles. Also the gemm skills'
+// admissible points (gemm_admissible).
 #include <fmt/format.h>
 
 #include "generate/emit.hpp"
