@@ -353,7 +353,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "generat
 
 
 def _level2_more() -> list[tuple[str, ...]]:
-    text = (FIXTURES / "level2_more_problems.tsv").read_text()
+    """The rows of the level-2 tables whose IR fixtures are the worker's analyze output."""
+    text = "\n".join((FIXTURES / name).read_text()
+                     for name in ("level2_more_problems.tsv", "level2_row_problems.tsv"))
     return [tuple(line.split("\t")) for line in text.splitlines()
             if line and not line.startswith("#")]
 

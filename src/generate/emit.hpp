@@ -132,6 +132,10 @@ struct ReduceSpelling {
 };
 std::string spell(const ReduceSpelling& s, ReduceKind k, const std::string& a = "",
                   const std::string& b = "");
+// Triton's reduction of {0} along axis {1}.
+inline constexpr ReduceSpelling kTritonReduce{
+    "tl.sum({0}, axis={1})", "tl.reduce({0}, {1}, _ok_mul)", "tl.max({0}, axis={1})",
+    "tl.min({0}, axis={1})", "arg reductions are not generated for Triton"};
 
 // A group's own section of the kernel parameters (propose() fills both): "row" for a row group,
 // else "pointwise"; an empty object when absent.
@@ -165,9 +169,32 @@ struct Epilogue {
   std::vector<std::string> allocations(const Graph& g, const std::string& device,
                                        bool with_stored) const;
 };
+// The epilogue's kernel parameters alone (no statements): `names` gets each leaf's and extra
+// output's parameter name.
+Epilogue epilogue_params(const KernelGroup* G, int product, const std::string& lang,
+                         std::map<int, std::string>& names);
 // lang: "cpp", "cuda" or "triton"; G may be null (no epilogue).
 Epilogue make_epilogue(const Graph& g, const KernelGroup* G, int product, const Skills& skills,
                        const std::string& lang, const EpilogueSite& site);
+
+// A row group fused into a Triton GEMM of BLOCK_N = block_n (a row epilogue): statements on the
+// program's [BLOCK_M, BLOCK_N] accumulator `acc` (rows offs_cm of batch bid), viewed as
+// [BLOCK_M, N / R, R] segments, that compute the group with its reductions along the segments and
+// store every output (the first through c_ptr); `e` gets the extra parameters.
+std::vector<std::string> triton_row_epilogue(const Graph& g, const KernelGroup& G, int product,
+                                             const Skills& skills, const Gemm& gm, int64_t block_n,
+                                             Epilogue& e);
+// A row group fused into the C++ GEMM (a row epilogue): the row kernel's passes over the rows o in
+// [ep_o0, ep_o1) that a task computed into its buffer `ep_row` (element i at ep_row[i - ep_i0]),
+// outputs stored through `names` (emit_cpu.cpp).
+std::string cpu_row_epilogue(const Graph& g, const KernelGroup& G, int product,
+                             const Skills& skills, const std::map<int, std::string>& names);
+
+// The same for the CUDA GEMM (emit_cuda.cpp): the row kernel's passes, a block of `threads` per
+// row, over the rows o in [ep_o0, ep_o1) whose product values the block stored in `ep_scratch`.
+std::string cuda_row_epilogue(const Graph& g, const KernelGroup& G, int product,
+                              const Skills& skills, const std::map<int, std::string>& names,
+                              int threads);
 
 // One matrix product (a kGemm node) on `backend`, from its gemm skill with `params` (that skill's
 // point); the launch lines allocate the output and run the kernel. `epilogue`: the pointwise group
@@ -175,6 +202,13 @@ Epilogue make_epilogue(const Graph& g, const KernelGroup* G, int product, const 
 KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string& backend,
                      const Skills& skills, const nlohmann::json& params,
                      const KernelGroup* epilogue = nullptr);
+
+// The gemm skills' admissible points and their prior (lower `score` = better), by the largest
+// product of the plan: tiles no larger than the matrix rounded up, what fits shared memory and
+// registers, split-K only for long K over few tiles and never under a fused tail (`epilogue`);
+// `row_n` > 0: some product of N = row_n has a row epilogue (Triton: BLOCK_N covers it).
+bool gemm_admissible(const Skill& s, const nlohmann::json& p, const Gemm& gm, bool epilogue,
+                     int64_t row_n, double& score);
 
 // One convolution (a kConv node) on `backend`, from its conv skill with `params` (that skill's
 // point); the launch lines allocate the output and run the kernel. `epilogue` as for emit_gemm.

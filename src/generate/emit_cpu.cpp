@@ -111,9 +111,16 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, const std::string& na
   return {render_skill(skills, "cpu", "pointwise", flat ? "flat" : "rows", ctx), {}};
 }
 
-KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, const Signature& sig,
-               const Skills& skills, const json& params) {
+// A row group's kernel, or (product >= 0: a row epilogue, inner 1) its passes over the rows of a
+// GEMM task, the product's value read from the task's row buffer.
+KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name,
+               const std::map<int, std::string>& names, const std::string& signature,
+               const Skills& skills, const json& params, int product = -1) {
   const bool two_d = G.inner > 1;
+  auto at = [&names, product](int v, const std::string& idx) {
+    return v == product ? fmt::format("ep_row[{} - ep_i0]", idx)
+                        : fmt::format("{}[{}]", names.at(v), idx);
+  };
   const std::string inner = std::to_string(G.inner);
   IndexSpace sp = row_space(G, "o", "r", two_d ? "j" : "0", "i",
                             two_d ? fmt::format("(o * {} + j)", inner) : "o");
@@ -121,8 +128,8 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
   auto pref = [&](int v) { return two_d ? fmt::format("p{}[jj]", v) : fmt::format("p{}", v); };
   auto hooks = [&](std::vector<std::string>& lines) {
     Region::Hooks h;
-    h.load = [&g, &G, &sig, &sp](int v, const Shape& ctx, Cls c) {
-      return fmt::format("{}[{}]", sig.names.at(v), index_of(g, G, v, ctx, c, sp, false));
+    h.load = [&g, &G, &at, &sp](int v, const Shape& ctx, Cls c) {
+      return at(v, index_of(g, G, v, ctx, c, sp, false));
     };
     h.decl = [&lines, two_d](int v, const std::string& e, Cls c) {
       if (c == Cls::kRow)
@@ -160,8 +167,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
       const Node& n = g.nodes[ni];
       if (n.kind != NodeKind::kReduce || G.level.at(n.out) != k) continue;
       int x = n.args[0].value;
-      std::string e =
-          G.produces(x) ? region.get(x, Cls::kRow) : fmt::format("{}[i]", sig.names.at(x));
+      std::string e = G.produces(x) ? region.get(x, Cls::kRow) : at(x, "i");
       std::string ident = reduce_identity(n.reduce, "cpp");
       if (two_d) {
         init.push_back(fmt::format("p{}[jj] = {};", n.out, ident));
@@ -187,7 +193,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     for (int v : G.outputs) {
       if (G.cls.at(v) == Cls::kRow) {
         std::string e = region.get(v, Cls::kRow);
-        fbody.push_back(fmt::format("{}[i] = {};", sig.names.at(v), e));
+        fbody.push_back(fmt::format("{}[i] = {};", names.at(v), e));
       }
     }
   }
@@ -198,12 +204,13 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     for (int v : G.outputs) {
       if (G.cls.at(v) != Cls::kPerRow) continue;
       std::string e = region.get(v, Cls::kPerRow);
-      stores.push_back(fmt::format("{}[{}] = {};", sig.names.at(v), sp.lin_perrow, e));
+      stores.push_back(fmt::format("{}[{}] = {};", names.at(v), sp.lin_perrow, e));
     }
     if (!pre.empty()) throw EmitError{"a per-row output was not computed before the stores"};
   }
   json ctx = {{"name", name},
-              {"signature", sig.text},
+              {"signature", signature},
+              {"kernel", product < 0},
               {"schedule", params.value("schedule", "static")},
               {"work", std::to_string(G.full)},
               {"outer", std::to_string(G.outer)},
@@ -225,10 +232,16 @@ KernelCode emit_cpu(const Graph& g, const KernelGroup& G, int index, const Skill
   std::string name = fmt::format("ok_kernel_{}", index);
   Signature sig = signature(g, G);
   const json own = group_params(G, params);
-  KernelCode code =
-      G.row ? row(g, G, name, sig, skills, own) : pointwise(g, G, name, sig, skills, own);
+  KernelCode code = G.row ? row(g, G, name, sig.names, sig.text, skills, own)
+                          : pointwise(g, G, name, sig, skills, own);
   code.launch.push_back(fmt::format("_ok_lib.{}({})", name, util::join(sig.py_args, ", ")));
   return code;
+}
+
+std::string cpu_row_epilogue(const Graph& g, const KernelGroup& G, int product,
+                             const Skills& skills, const std::map<int, std::string>& names) {
+  if (G.inner != 1) throw EmitError{"a row epilogue needs rows along the product's last dim"};
+  return row(g, G, "", names, "", skills, json::object(), product).device;
 }
 
 }  // namespace ok::generate

@@ -163,8 +163,11 @@ KernelCode pointwise(const Graph& g, const KernelGroup& G, int index, const Sig&
   return {code, {}};
 }
 
+// A row group's kernel, or (product >= 0: a row epilogue, inner 1, params TJ 1 and TR the GEMM
+// block's threads) its passes over the rows of a GEMM block, the product read from the scratch
+// buffer the block wrote (ep_scratch, at the element's flat index).
 KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
-               const Skills& skills, const json& params) {
+               const Skills& skills, const json& params, int product = -1) {
   const bool two_d = G.inner > 1;
   const int tj = params.value("TJ", 1);
   const int tr = params.value("TR", 256);
@@ -190,7 +193,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
           vb->vector_leaves.insert(v);
           return fmt::format("l_{}[l]", sig.names.at(v));
         }
-        return fmt::format("{}[{}]", sig.names.at(v), idx);
+        return fmt::format("{}[{}]", v == product ? "ep_scratch" : sig.names.at(v), idx);
       };
       h.decl = [&lines](int v, const std::string& e, Cls c) {
         lines.push_back(fmt::format("const float {} = {};", Region::var(v, c), e));
@@ -280,6 +283,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
       if (!none.empty()) throw EmitError{"a per-row output was not computed before the stores"};
     }
     json ctx = {{"name", fmt::format("{}_v{}", name, vec)},
+                {"kernel", product < 0},
                 {"signature", sig.device},
                 {"threads", std::to_string(threads)},
                 {"TJ", std::to_string(tj)},
@@ -294,6 +298,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
                 {"stores", lines_at(stores, 4)}};
     code += render_skill(skills, "cuda", "row", "kernel", ctx) + "\n";
   }
+  if (product >= 0) return {code, {}};
   json vec4 = json::array();
   if (vec_param == 4) vec4.push_back({{"aligned", aligned_check(sig, aligned_values)}});
   json lctx = {{"launcher", fmt::format("ok_launch_{}", index)},
@@ -320,6 +325,15 @@ KernelCode emit_cuda(const Graph& g, const KernelGroup& G, int index, const Skil
   code.launch.push_back(
       fmt::format("_ok_check(_ok_lib.ok_launch_{}({}_ok_stream()))", index, args));
   return code;
+}
+
+std::string cuda_row_epilogue(const Graph& g, const KernelGroup& G, int product,
+                              const Skills& skills, const std::map<int, std::string>& names,
+                              int threads) {
+  if (G.inner != 1) throw EmitError{"a row epilogue needs rows along the product's last dim"};
+  Sig sig;
+  sig.names = names;
+  return row(g, G, 0, sig, skills, {{"TJ", 1}, {"TR", threads}, {"vec", 1}}, product).device;
 }
 
 }  // namespace ok::generate

@@ -2,7 +2,9 @@
 // (data/skills/{cpu,triton,cuda}_gemm.json): one kernel per Gemm node, its shapes, strides and kept
 // triangle baked in as constants; the forward lines allocate the output and launch it. A fused
 // pointwise tail runs in each template's epilogue slot on the accumulated value
-// (emit_epilogue.cpp).
+// (emit_epilogue.cpp); a fused row tail (a row epilogue) over whole output rows: Triton's tile
+// covers N, the CPU's task and CUDA's block loop the row's column tiles. Also the gemm skills'
+// admissible points (gemm_admissible).
 #include <fmt/format.h>
 
 #include "generate/emit.hpp"
@@ -12,6 +14,56 @@ namespace ok::generate {
 namespace {
 
 using nlohmann::json;
+
+int64_t cdiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogue, int64_t row_n,
+                     double& score) {
+  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
+  const bool triangle = gm.triangle != Triangle::kNone;
+  if (s.backend == "cpu") {
+    if (at("BM") > std::max<int64_t>(16, next_pow2(gm.m))) return false;
+    if (at("BN") > std::max<int64_t>(32, next_pow2(gm.n))) return false;
+    if (at("BK") > std::max<int64_t>(64, next_pow2(gm.k))) return false;
+    if (at("BM") * row_n > (int64_t{1} << 21)) return false;  // the row buffer: 8 MiB at most
+    return triangle || p.at("schedule") == s.params["schedule"][0];
+  }
+  if (s.backend == "triton") {
+    const int64_t bm = at("BLOCK_M"), bn = at("BLOCK_N"), bk = at("BLOCK_K"), sk = at("SPLIT_K");
+    if (bm > std::max<int64_t>(16, next_pow2(gm.m)) ||
+        bn > std::max<int64_t>(32, next_pow2(std::max(gm.n, row_n))) ||
+        bk > std::max<int64_t>(16, next_pow2(gm.k)))
+      return false;
+    // A row epilogue's tile is its whole row; tiles past 256 wide only for one.
+    if (row_n > 0 ? bn != std::max<int64_t>(32, next_pow2(row_n)) : bn > 256) return false;
+    if ((bm + bn) * bk * 4 * at("num_stages") > 200 * 1024) return false;  // shared memory
+    // Accumulator registers (a row epilogue keeps a few more tiles' worth live).
+    if (bm * bn / (32 * at("num_warps")) > (row_n > 0 ? 128 : 256)) return false;
+    if (cdiv(gm.m, bm) == 1 && p.at("GROUP_M") != s.params["GROUP_M"][0]) return false;
+    const int64_t tiles = cdiv(gm.m, bm) * cdiv(gm.n, bn) * gm.batch;
+    if (sk > 1 && (epilogue || gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
+    double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
+    score += 2 * log2_distance(sk, ideal_split);
+    score += log2_distance(at("num_warps"), std::clamp(bm * bn / 2048.0, 2.0, 8.0));
+    if (tiles < 132 && sk == 1 && bm * bn > 64 * 64) score += 1;  // too few programs
+    return true;
+  }
+  const int64_t bm = at("BM"), bn = at("BN"), bk = at("BK"), tm = at("TM"), tn = at("TN");
+  const int64_t threads = (bm / tm) * (bn / tn);
+  if (threads < 64 || threads > 512) return false;
+  if (bm > std::max<int64_t>(32, next_pow2(gm.m)) || bn > std::max<int64_t>(32, next_pow2(gm.n)) ||
+      bk > std::max<int64_t>(8, next_pow2(gm.k)))
+    return false;
+  if ((bm + bn) * bk * 4 > 48 * 1024) return false;  // static shared memory
+  score += log2_distance(static_cast<double>(threads), 256.0);
+  return true;
+}
+
+namespace {
 
 // The shape and stride slots every gemm template shares.
 json shape_context(const Gemm& gm, const std::string& name) {
@@ -93,7 +145,19 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
   ctx["ki"] = order == "ki";
   add_triangle(ctx, gm, outside(gm, "i0", "i0 + im - 1", "j0", "j0 + jn - 1"),
                keep(gm, "i0 + i", "j0 + j"), false);
-  Epilogue e = cpp_epilogue(g, n, G, skills, "cpp", "bi * M * N + (i0 + i) * N + j0 + j", ctx);
+  const bool row = G && G->row;
+  ctx["row"] = row;
+  ctx["tn"] = row ? "1" : "(N + BN - 1) / BN";
+  Epilogue e = cpp_epilogue(g, n, row ? nullptr : G, skills, "cpp",
+                            "bi * M * N + (i0 + i) * N + j0 + j", ctx);
+  if (row) {  // the row epilogue: the row kernel's passes over the task's rows
+    std::map<int, std::string> names;
+    e = epilogue_params(G, n.out, "cpp", names);
+    names[e.stored] = "c";
+    ctx["extra"] = e.signature();
+    ctx["red"] = std::to_string(G->red);
+    ctx["rows"] = cpu_row_epilogue(g, *G, n.out, skills, names);
+  }
   std::vector<std::string> launch = allocs(g, n, e);
   launch.push_back(fmt::format("_ok_lib.{}({})", name, pointers(g, n, e)));
   return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n", launch};
@@ -119,10 +183,14 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
                keep(gm, "offs_cm[:, None]", "offs_cn[None, :]"), true);
   ctx["tiles"] = std::to_string(((gm.m + bm - 1) / bm) * ((gm.n + bn - 1) / bn));
   if (split && G) throw EmitError{"split-K cannot run an epilogue (its partial sums are added)"};
+  const bool row = G && G->row;
+  if (row && bn < gm.n) throw EmitError{"a row epilogue needs BLOCK_N to cover N"};
+  ctx["row"] = row;
   Epilogue e = make_epilogue(
-      g, G, n.out, skills, "triton",
+      g, row ? nullptr : G, n.out, skills, "triton",
       {"acc", fmt::format("bid * {} + offs_cm[:, None] * {} + offs_cn[None, :]", gm.m * gm.n, gm.n),
        "c_mask"});
+  if (row) e.lines = triton_row_epilogue(g, *G, n.out, skills, gm, bn, e);
   std::string extra, extra_args;
   for (const auto& prm : e.params) extra += prm + ", ";
   for (int v : e.inputs) extra_args += py_name(g, v) + ", ";
@@ -159,13 +227,34 @@ KernelCode cuda(const Graph& g, const Node& n, int index, const Skills& skills, 
                false);
   ctx["launcher"] = fmt::format("ok_launch_gemm_{}", index);
   ctx["tiles_m"] = std::to_string((gm.m + bm - 1) / bm);
-  ctx["tiles_n"] = std::to_string((gm.n + bn - 1) / bn);
-  Epilogue e = cpp_epilogue(g, n, G, skills, "cuda", "bi * M * N + i * N + j", ctx);
+  const bool row = G && G->row;
+  ctx["row"] = row;
+  ctx["tiles_n"] = row ? "1" : std::to_string((gm.n + bn - 1) / bn);
+  Epilogue e = cpp_epilogue(g, n, row ? nullptr : G, skills, "cuda", "bi * M * N + i * N + j", ctx);
+  std::string scratch;
+  if (row) {  // the row epilogue: the block's rows through a scratch copy of the product
+    std::map<int, std::string> names;
+    e = epilogue_params(G, n.out, "cuda", names);
+    names[e.stored] = "c";
+    scratch = fmt::format("_ok_scratch_{}", index);
+    ctx["extra"] = e.signature() + ", float* ep_scratch";
+    std::string call;
+    for (const auto& name : e.names) call += ", " + name;
+    ctx["extra_names"] = call + ", ep_scratch";
+    ctx["red"] = std::to_string(G->red);
+    ctx["rows"] = cuda_row_epilogue(g, *G, n.out, skills, names, (bm / tm) * (bn / tn));
+  }
   std::string code = render_skill(skills, "cuda", "gemm", "kernel", ctx) + "\n" +
                      render_skill(skills, "cuda", "gemm", "launcher", ctx) + "\n";
   std::vector<std::string> launch = allocs(g, n, e);
-  launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}, _ok_stream()))", index,
-                               pointers(g, n, e)));
+  if (row)
+    launch.push_back(
+        fmt::format("{} = _ok_torch.empty({}, device={}.device, "
+                    "dtype=_ok_torch.float32)",
+                    scratch, gm.batch * gm.m * gm.n, py_name(g, n.args[0].value)));
+  launch.push_back(fmt::format("_ok_check(_ok_lib.ok_launch_gemm_{}({}{}, _ok_stream()))", index,
+                               pointers(g, n, e),
+                               row ? fmt::format(", _ok_ptr({})", scratch) : ""));
   return {code, launch};
 }
 

@@ -69,9 +69,6 @@ bool needs_int64(int64_t last_index) {
 }
 
 // The reduction over an axis ({0} the values, {1} the axis), and the combine of two partial values.
-constexpr ReduceSpelling kReduceFn{"tl.sum({0}, axis={1})", "tl.reduce({0}, {1}, _ok_mul)",
-                                   "tl.max({0}, axis={1})", "tl.min({0}, axis={1})",
-                                   "arg reductions are not generated for Triton"};
 constexpr ReduceSpelling kCombine{"{0} + {1}", "{0} * {1}", "tl.maximum({0}, {1})",
                                   "tl.minimum({0}, {1})",
                                   "arg reductions are not generated for Triton"};
@@ -195,7 +192,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
       const Node& n = g.nodes[g.values[v].producer];
       std::string e = reduced_input(*self, loader, n);
       lines.push_back(
-          fmt::format("p{} = {}", v, spell(kReduceFn, n.reduce, masked(n.reduce, e), "0")));
+          fmt::format("p{} = {}", v, spell(kTritonReduce, n.reduce, masked(n.reduce, e), "0")));
     };
     Region region(g, G, skills, "triton", &perrow_known, h);
     self = &region;
@@ -232,7 +229,7 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
             fmt::format("a{0} = {1}", n.out,
                         spell(kCombine, n.reduce, fmt::format("a{}", n.out), masked(n.reduce, e))));
         fin.push_back(fmt::format("p{} = {}", n.out,
-                                  spell(kReduceFn, n.reduce, fmt::format("a{}", n.out), "0")));
+                                  spell(kTritonReduce, n.reduce, fmt::format("a{}", n.out), "0")));
       }
       for (int ni : G.nodes)
         if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)

@@ -27,52 +27,11 @@ struct Features {
   int64_t outer = 1;
   bool transcendental = false;
   Gemm gemm;              // the largest matrix product
-  bool epilogue = false;  // some product runs a fused pointwise tail (no split-K then)
+  bool epilogue = false;  // some product runs a fused tail (no split-K then)
+  int64_t row_n = 0;      // the widest product with a row epilogue (its N), or 0
   Conv conv;              // the largest convolution
   WindowShape window;     // the largest window step (kind empty: none)
 };
-
-int64_t cdiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-// The gemm skills' admissible points and their prior: tiles no larger than the matrix rounded up,
-// what fits shared memory and registers, split-K only for long K over few tiles.
-bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogue, double& score) {
-  auto at = [&p](const char* k) { return p.at(k).get<int64_t>(); };
-  const bool triangle = gm.triangle != Triangle::kNone;
-  if (s.backend == "cpu") {
-    if (at("BM") > std::max<int64_t>(16, next_pow2(gm.m))) return false;
-    if (at("BN") > std::max<int64_t>(32, next_pow2(gm.n))) return false;
-    if (at("BK") > std::max<int64_t>(64, next_pow2(gm.k))) return false;
-    return triangle || p.at("schedule") == s.params["schedule"][0];
-  }
-  if (s.backend == "triton") {
-    const int64_t bm = at("BLOCK_M"), bn = at("BLOCK_N"), bk = at("BLOCK_K"), sk = at("SPLIT_K");
-    if (bm > std::max<int64_t>(16, next_pow2(gm.m)) ||
-        bn > std::max<int64_t>(32, next_pow2(gm.n)) || bk > std::max<int64_t>(16, next_pow2(gm.k)))
-      return false;
-    if ((bm + bn) * bk * 4 * at("num_stages") > 200 * 1024) return false;  // shared memory
-    if (bm * bn / (32 * at("num_warps")) > 256) return false;              // accumulator registers
-    if (cdiv(gm.m, bm) == 1 && p.at("GROUP_M") != s.params["GROUP_M"][0]) return false;
-    const int64_t tiles = cdiv(gm.m, bm) * cdiv(gm.n, bn) * gm.batch;
-    if (sk > 1 && (epilogue || gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
-    double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
-    score += 2 * log2_distance(sk, ideal_split);
-    score += log2_distance(at("num_warps"), std::clamp(bm * bn / 2048.0, 2.0, 8.0));
-    if (tiles < 132 && sk == 1 && bm * bn > 64 * 64) score += 1;  // too few programs
-    return true;
-  }
-  const int64_t bm = at("BM"), bn = at("BN"), bk = at("BK"), tm = at("TM"), tn = at("TN");
-  const int64_t threads = (bm / tm) * (bn / tn);
-  if (threads < 64 || threads > 512) return false;
-  if (bm > std::max<int64_t>(32, next_pow2(gm.m)) || bn > std::max<int64_t>(32, next_pow2(gm.n)) ||
-      bk > std::max<int64_t>(8, next_pow2(gm.k)))
-    return false;
-  if ((bm + bn) * bk * 4 > 48 * 1024) return false;  // static shared memory
-  score += log2_distance(static_cast<double>(threads), 256.0);
-  return true;
-}
 
 // Every combination of a skill's parameter axes, in axis order.
 std::vector<json> product(const json& axes) {
@@ -101,7 +60,7 @@ int axis_rank(const json& axes, const json& p) {
 // Drops points that cannot apply to these shapes; adjusts the prior of the rest (lower = better).
 bool admissible(const Skill& s, json& p, const Features& f, double& score) {
   score = axis_rank(s.params, p);
-  if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, f.epilogue, score);
+  if (s.pattern == "gemm") return gemm_admissible(s, p, f.gemm, f.epilogue, f.row_n, score);
   if (s.pattern == "conv") return conv_admissible(s, p, f.conv, score);
   if (s.pattern == "window") return window_admissible(s, p, f.window, score);
   if (p.contains("fast_math") && p["fast_math"].get<bool>() && !f.transcendental) return false;
@@ -436,6 +395,7 @@ KindFeatures plan_features(const Graph& g, const Plan& plan) {
     if (step.kind != StepKind::kGemm) continue;
     gf.epilogue |= step.epilogue >= 0;
     const Gemm& gm = g.nodes[step.node].gemm;
+    if (step.epilogue >= 0 && plan.groups[step.epilogue].row) gf.row_n = std::max(gf.row_n, gm.n);
     if (!any_gemm ||
         gm.batch * gm.m * gm.n * gm.k > gf.gemm.batch * gf.gemm.m * gf.gemm.n * gf.gemm.k)
       gf.gemm = gm;
@@ -465,7 +425,8 @@ std::string describe_plan(const Graph& g, const Plan& plan, const std::string& b
   int k = 0;
   for (const auto& step : plan.steps) {
     const std::string tail = step.epilogue >= 0
-                                 ? fmt::format(" with its pointwise tail ({} ops) in the epilogue",
+                                 ? fmt::format(" with its {} tail ({} ops) in the epilogue",
+                                               plan.groups[step.epilogue].row ? "row" : "pointwise",
                                                plan.groups[step.epilogue].nodes.size())
                                  : "";
     if (step.kind == StepKind::kGemm) {
@@ -569,7 +530,7 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
                     seed,    max_candidates > 0 ? static_cast<size_t>(max_candidates) : 0};
   // The graph's pattern is that of its plan as written; one plan per split count of its long
   // reductions (none: that plan alone), best prior first.
-  Planned whole = make_plan(lowered->graph, *skills);
+  Planned whole = make_plan(lowered->graph, *skills, backend);
   if (!whole.unsupported.empty()) {
     out.reason = whole.unsupported;
     return out;
@@ -577,13 +538,26 @@ util::Result<Proposal> propose(const nlohmann::json& graph, const std::string& b
   out.pattern = whole.plan.pattern;
   std::vector<int64_t> splits = split_options(lowered->graph);
   if (splits.empty()) splits.push_back(1);
+  const bool fused = whole.plan.pattern.find(":epilogue[") != std::string::npos;
+  if (fused)  // a row epilogue: one kernel, before the split plans
+    std::stable_partition(splits.begin(), splits.end(), [](int64_t s) { return s == 1; });
+  // On a GPU the fused plan has only its row tiles' parallelism: the plan without row epilogues is
+  // offered too, first where the fused one would leave the device idle (row_epilogue_idles).
+  const bool plain = fused && backend != "cpu";
+  const size_t late = plain && row_epilogue_idles(lowered->graph, whole.plan) ? 1 : 0;
   std::vector<Ranked> ranked;
-  for (size_t i = 0; i < splits.size(); ++i) {
-    const Graph g = split_reductions(lowered->graph, splits[i]);
-    Planned planned = splits[i] > 1 ? make_plan(g, *skills) : whole;
+  for (size_t i = 0; i < splits.size() + plain; ++i) {
+    const bool alt = i == splits.size();
+    const Graph g = split_reductions(lowered->graph, alt ? 1 : splits[i]);
+    Planned planned = alt             ? make_plan(g, *skills)
+                      : splits[i] > 1 ? make_plan(g, *skills, backend)
+                                      : whole;
     if (!planned.unsupported.empty()) continue;
-    json point = splits.size() > 1 ? json{{"split", splits[i]}} : json::object();
-    auto why = plan_candidates(g, planned.plan, req, point, out.pattern, i, ranked);
+    json point = alt                 ? json{{"row_epilogue", false}}
+                 : splits.size() > 1 ? json{{"split", splits[i]}}
+                                     : json::object();
+    const size_t rank = alt ? 1 - late : i + (i == 0 ? late : 0);
+    auto why = plan_candidates(g, planned.plan, req, point, out.pattern, rank, ranked);
     if (!why) return std::unexpected(why.error());
     if (out.reason.empty()) out.reason = *why;
   }

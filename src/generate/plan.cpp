@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "generate/emit.hpp"
+
 namespace ok::generate {
 
 namespace {
@@ -57,8 +59,8 @@ bool broadcasts_to(const Shape& small, const Shape& ctx) {
 
 class Planner {
  public:
-  Planner(const Graph& g, const Skills& skills, bool inline_broadcast)
-      : g_(g), skills_(skills), inline_broadcast_(inline_broadcast) {}
+  Planner(const Graph& g, const Skills& skills, bool inline_broadcast, std::string backend)
+      : g_(g), skills_(skills), inline_broadcast_(inline_broadcast), backend_(std::move(backend)) {}
 
   // A value computed inline at a broadcast shape that something outside its group reads (it would
   // have to be stored at its own shape): plan again without inlining. Known after run().
@@ -324,7 +326,10 @@ class Planner {
                       : s.kind == StepKind::kConv   ? conv_pattern(g_.nodes[s.node].conv)
                       : s.kind == StepKind::kWindow ? window_pattern(g_.nodes[s.node])
                                                     : "";
-      if (s.epilogue >= 0) p += ":epilogue";
+      if (s.epilogue >= 0 && plan_.groups[s.epilogue].row)
+        p += ":epilogue[" + plan_.groups[s.epilogue].pattern + "]";
+      else if (s.epilogue >= 0)
+        p += ":epilogue";
       if (p.empty() || (!parts.empty() && parts.back() == p)) continue;
       parts.push_back(p);
     }
@@ -345,8 +350,10 @@ class Planner {
       // of the product would be a second reader); those views then move before the product.
       size_t at = kept.size();
       while (at > 0 && kept[at - 1].kind == StepKind::kView) --at;
-      if (s.kind == StepKind::kKernel && at > 0 && fusible(kept[at - 1], s.group)) {
+      if (s.kind == StepKind::kKernel && at > 0 &&
+          (fusible(kept[at - 1], s.group) || row_fusible(kept[at - 1], s.group))) {
         Step product = kept[at - 1];
+        if (plan_.groups[s.group].row) row_n_ = g_.nodes[product.node].gemm.n;
         product.epilogue = s.group;
         plan_.groups[s.group].fused_into = product.node;
         kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(at) - 1);
@@ -375,14 +382,22 @@ class Planner {
     if (prev.kind == StepKind::kGemm && p.gemm.triangle != Triangle::kNone) return false;
     const KernelGroup& G = plan_.groups[gi];
     const int c = p.out;
-    const Shape cs = strip_leading_ones(g_.values[c].shape);
     if (G.row || G.outputs.empty() || c == g_.output || G.full != numel(g_.values[c].shape))
       return false;
+    return reads_alone(G, prev.node);
+  }
+
+  // Conditions (2) and (3) of fuse_epilogues on group G and product node `pn`: G reads the
+  // product's value, nothing else does, every reader has its shape (up to leading ones), and G's
+  // other leaves are float32 and exist before the product runs.
+  bool reads_alone(const KernelGroup& G, int pn) const {
+    const int c = g_.nodes[pn].out;
+    const Shape cs = strip_leading_ones(g_.values[c].shape);
     if (std::find(G.leaves.begin(), G.leaves.end(), c) == G.leaves.end()) return false;
     for (int v : G.leaves) {
       if (v == c) continue;
       const Value& val = g_.values[v];
-      if (val.dtype != "float32" || !available_before(v, prev.node)) return false;
+      if (val.dtype != "float32" || !available_before(v, pn)) return false;
     }
     for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
       if (!live_[ni]) continue;
@@ -394,6 +409,24 @@ class Planner {
       }
     }
     return true;
+  }
+
+  // The row epilogue: a row group right after a GEMM runs in its epilogue when its rows are
+  // segments of the product's rows (no inner extent, R dividing N: softmax, a row reduction, a
+  // LayerNorm over the row, a GroupNorm whose groups lie inside it), the conditions of
+  // fuse_epilogues hold, and the backend's template holds a whole row of N in one program
+  // (row_epilogue_fits).
+  bool row_fusible(const Step& prev, int gi) const {
+    if (prev.kind != StepKind::kGemm || prev.epilogue >= 0) return false;
+    const Node& p = g_.nodes[prev.node];
+    const KernelGroup& G = plan_.groups[gi];
+    if (p.gemm.triangle != Triangle::kNone || !G.row || G.outputs.empty() || p.out == g_.output)
+      return false;
+    if (G.inner != 1 || G.full != numel(g_.values[p.out].shape) || p.gemm.n % G.red != 0)
+      return false;
+    // The plan's GEMMs share one point: Triton's BLOCK_N is the first row epilogue's N.
+    if (backend_ == "triton" && row_n_ > 0 && p.gemm.n != row_n_) return false;
+    return row_epilogue_fits(backend_, p.gemm.n, G.red) && reads_alone(G, prev.node);
   }
 
   void levels(KernelGroup& G) {
@@ -460,6 +493,8 @@ class Planner {
   const Graph& g_;
   const Skills& skills_;
   const bool inline_broadcast_;
+  const std::string backend_;
+  int64_t row_n_ = 0;  // N of the GEMMs with a row epilogue so far
   bool escaped_ = false;
   std::vector<bool> live_;
   Plan plan_;
@@ -470,11 +505,28 @@ class Planner {
 
 }  // namespace
 
-Planned make_plan(const Graph& g, const Skills& skills) {
-  Planner inlined(g, skills, true);
+bool row_epilogue_fits(const std::string& backend, int64_t n, int64_t red) {
+  if (backend == "cpu" || backend == "cuda") return n <= kLoopedRowEpilogueMax;
+  if (backend != "triton" || next_pow2(n) > kTritonRowEpilogueMax) return false;
+  // Segments of a row (GroupNorm's groups) are a [BLOCK_M, N / R, R] view of the tile: exact
+  // only where N and R are powers of two and the tile is N wide.
+  return red == n || (n == next_pow2(n) && red == next_pow2(red) && n >= 32);
+}
+
+bool row_epilogue_idles(const Graph& g, const Plan& plan) {
+  for (const Step& s : plan.steps) {
+    if (s.kind != StepKind::kGemm || s.epilogue < 0 || !plan.groups[s.epilogue].row) continue;
+    const Gemm& gm = g.nodes[s.node].gemm;
+    if (gm.n > kTritonRowEpilogueMax && gm.batch * gm.m < kIdleRows) return true;
+  }
+  return false;
+}
+
+Planned make_plan(const Graph& g, const Skills& skills, const std::string& backend) {
+  Planner inlined(g, skills, true, backend);
   Planned p = inlined.run();
   if (!inlined.broadcast_escaped()) return p;
-  return Planner(g, skills, false).run();
+  return Planner(g, skills, false, backend).run();
 }
 
 }  // namespace ok::generate

@@ -42,8 +42,9 @@ struct KernelGroup {
   int passes = 0;
   std::string pattern;  // pointwise | row:<ops> | reduce:<ops>
   bool has_transcendental = false;
-  // A pointwise group computed in the epilogue of this GEMM or convolution node (no kernel of
-  // its own; see fuse_epilogues in plan.cpp), or -1.
+  // A pointwise group computed in the epilogue of this GEMM or convolution node, or a row group
+  // in the epilogue of this GEMM node (no kernel of its own; see fuse_epilogues in plan.cpp), or
+  // -1.
   int fused_into = -1;
   // Pointwise groups only: values of fewer elements than `full` (an eval-mode BatchNorm's
   // rsqrt(running_var + eps) from its [C] buffers) computed inline per element, each with the
@@ -59,7 +60,8 @@ struct Step {
   int node = -1;   // vendor/view/gemm/conv/window
   int group = -1;  // kernel
   // gemm/conv: the pointwise group its kernel's epilogue computes on each accumulated value
-  // before the store (the product's own output is then never stored), or -1.
+  // before the store (the product's own output is then never stored), or -1. gemm: or the row
+  // group its epilogue computes over the whole output rows a program holds (a row epilogue).
   int epilogue = -1;
 };
 
@@ -74,7 +76,24 @@ struct Planned {
   std::string unsupported;  // empty when supported
 };
 
-Planned make_plan(const Graph& g, const Skills& skills);
+// `backend` ("cpu", "triton", "cuda"; empty: none) decides which row groups a GEMM's epilogue
+// may take (row_epilogue_fits); pointwise epilogues are the same on every backend.
+Planned make_plan(const Graph& g, const Skills& skills, const std::string& backend = "");
+
+// Whether `backend`'s GEMM template computes a row epilogue over output rows of n columns whose
+// reduced rows are segments of red columns: the CPU and CUDA templates loop the row in column
+// tiles into a buffer (CPU: BM rows per task; CUDA: a scratch copy of the product the block reads
+// back) with n up to kLoopedRowEpilogueMax; Triton holds the row in one BLOCK_N tile (n up to
+// kTritonRowEpilogueMax rounded up to a power of two; segments of a row only where n and red are
+// powers of two).
+inline constexpr int64_t kLoopedRowEpilogueMax = 65536;
+inline constexpr int64_t kTritonRowEpilogueMax = 1024;
+bool row_epilogue_fits(const std::string& backend, int64_t n, int64_t red);
+// Whether a GPU would sit mostly idle under plan's row epilogues: some GEMM with one has rows wider
+// than a Triton tile and fewer than kIdleRows rows (at 64 rows a block, fewer blocks than an H100
+// has SMs), where the GEMM alone had a tile per BN columns as well.
+inline constexpr int64_t kIdleRows = 64 * 132;
+bool row_epilogue_idles(const Graph& g, const Plan& plan);
 
 // Split reductions (split.cpp): a sum/max/min/prod whose rows are few and long (fewer than 128
 // programs, rows of at least 8192) is rewritten as a view [outer, S, R / S, inner],

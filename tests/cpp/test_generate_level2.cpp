@@ -33,16 +33,17 @@ using ok::testing::lowered;
 using ok::testing::must;
 
 // {fixture, plan pattern} of every row of level2_more_problems.tsv. Reductions over extents of 1
-// (18's chain after its row sum) are views, so one row kernel follows the GEMM; the clones are
-// their input, so 40's and 20's tails still fuse into the product.
+// (18's chain after its row sum) are views, so one row group follows the GEMM, in its epilogue
+// (a row epilogue: the rows fit one program); the clones are their
+// input, so 40's and 20's tails still fuse into the product.
 const std::vector<std::pair<std::string, std::string>> kCases = {
-    {"l2_18_gemm_reductions_lse", "gemm+reduce:sum,amax,mean,logsumexp"},
-    {"l2_22_gemm_clamp_lse_mish", "gemm+reduce:logsumexp"},
-    {"l2_45_gemm_sigmoid_gemm_lse", "gemm:epilogue+gemm+reduce:logsumexp"},
+    {"l2_18_gemm_reductions_lse", "gemm:epilogue[reduce:sum,amax,mean,logsumexp]"},
+    {"l2_22_gemm_clamp_lse_mish", "gemm:epilogue[reduce:logsumexp]"},
+    {"l2_45_gemm_sigmoid_gemm_lse", "gemm:epilogue+gemm:epilogue[reduce:logsumexp]"},
     {"l2_58_convt3d_lse_hardswish", "conv:transposed+reduce:logsumexp"},
     {"l2_40_gemm_clone_residual", "gemm:epilogue"},
     {"l2_20_convt3d_clone_residual", "conv:transposed:epilogue"},
-    {"l2_66_gemm_dropout_softmax", "gemm+row:softmax"},
+    {"l2_66_gemm_dropout_softmax", "gemm:epilogue[row:softmax]"},
     {"l2_67_conv_gelu_adaptive_avg", "conv+reduce:adaptive_avg_pool"},
     {"l2_33_gemm_scale_bn", "gemm:epilogue"},
     {"l2_77_convt3d_bn_adaptive_avg", "conv:transposed:epilogue+reduce:adaptive_avg_pool"},

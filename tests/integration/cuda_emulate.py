@@ -5,7 +5,9 @@ place of native's). The kernel source is compiled by g++ (C++20) against a small
 launch runs its blocks one after another, each block's threads as std::threads, `__syncthreads`
 a std::barrier (a thread that returns leaves the barrier, as on the GPU), `__shared__` one static
 array per kernel shared by the block's threads, `blockIdx`/`threadIdx` thread-local. Only what the
-builtin generator's kernels use is modelled: no warp shuffles, atomics or dynamic shared memory.
+builtin generator's kernels use is modelled: warp shuffles only where the whole block shuffles
+in lockstep (a butterfly over the block's thread ids, as the block reductions use them); no
+atomics or dynamic shared memory.
 The index arithmetic, masks, tiling and barriers run exactly as written; timing means nothing.
 Tensors are CPU tensors; a kernel's pointers are their data."""
 from __future__ import annotations
@@ -48,8 +50,18 @@ typedef void* cudaStream_t;
 #define __syncthreads() ok_emu_barrier->arrive_and_wait()
 #define __ldg(p) (*(p))
 static inline int cudaGetLastError() { return 0; }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }  // CUDA's: within 2 ulp of this
-float __shfl_xor_sync(unsigned, float, int);  // declared for the prelude; not modelled
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static float* ok_emu_lanes;  // one slot per thread of the running block
+static thread_local unsigned ok_emu_tid;
+// A butterfly shuffle, for kernels whose block shuffles in lockstep (every thread of the block
+// calls it together: the generated block reductions); lanes are the block's thread ids.
+static inline float __shfl_xor_sync(unsigned, float v, int off) {
+  ok_emu_lanes[ok_emu_tid] = v;
+  ok_emu_barrier->arrive_and_wait();
+  const float r = ok_emu_lanes[ok_emu_tid ^ static_cast<unsigned>(off)];
+  ok_emu_barrier->arrive_and_wait();
+  return r;
+}
 template <class Body>
 void ok_emu_launch(dim3 grid, dim3 block, Body body) {
   const unsigned n = block.x * block.y * block.z;
@@ -58,9 +70,12 @@ void ok_emu_launch(dim3 grid, dim3 block, Body body) {
       for (unsigned bx = 0; bx < grid.x; ++bx) {
         std::barrier<> bar(n);
         ok_emu_barrier = &bar;
+        std::vector<float> lanes(n);
+        ok_emu_lanes = lanes.data();
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < n; ++t)
           threads.emplace_back([&, t] {
+            ok_emu_tid = t;
             blockIdx = dim3(bx, by, bz);
             threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
             blockDim = block;

@@ -103,13 +103,15 @@ def chosen(params: list, extra_tiles: int) -> list[int]:
     return picks
 
 
-def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int) -> set[str]:
-    """Runs the chosen candidates against the reference; returns the kernel forms they had."""
-    files, params = candidates(tmp_path, ref, overrides)
-    picks = chosen(params, extra_tiles)
+def run_candidates(ref: Path, overrides: dict[str, str], files: list[Path], params: list,
+                   picks: list[int], prepare=None, atol: float = 1e-4) -> None:
+    """Runs the picked candidates on the CPU model against the reference's PyTorch output (its
+    Model built with seed 0, then `prepare(model)` when given, its weights loaded into each)."""
     reference = load_reference(str(ref), overrides, module_name=f"ref_{ref.stem}")
     torch.manual_seed(0)
     model = reference.module.Model(*reference.module.get_init_inputs()).eval()  # as evaluated
+    if prepare:
+        prepare(model)
     inputs = reference.module.get_inputs()
     with torch.no_grad():
         want = model(*inputs)
@@ -119,8 +121,15 @@ def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int
         new.load_state_dict(model.state_dict())
         with torch.no_grad():
             got = new(*inputs)
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4,
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=atol,
                                    msg=lambda m: f"{ref.stem} {params[k]}: {m}")
+
+
+def check(tmp_path: Path, ref: Path, overrides: dict[str, str], extra_tiles: int) -> set[str]:
+    """Runs the chosen candidates against the reference; returns the kernel forms they had."""
+    files, params = candidates(tmp_path, ref, overrides)
+    picks = chosen(params, extra_tiles)
+    run_candidates(ref, overrides, files, params, picks)
     return {params[k]["cuda-conv"]["form"] for k in picks}
 
 

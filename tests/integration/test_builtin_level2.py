@@ -6,8 +6,12 @@ call. The default suite runs a GEMM, a convolution and a 3d transposed convoluti
 a second input and its own output twice; the rest carry the `slow` marker. The problems with
 logsumexp, clone/detach, dropout (eval) or adaptive average pooling (tests/fixtures/generate/
 level2_more_problems.tsv) must come back `correct` with no PyTorch call for those ops, and
-logsumexp must keep PyTorch's values on rows of -inf and +inf. The tests that write their own
-references (logsumexp's infinities, the per-channel values) need the binary alone, not KernelBench.
+logsumexp must keep PyTorch's values on rows of -inf and +inf. The problems whose GEMM runs its row
+tail (softmax, a row reduction, a GroupNorm) in the epilogue (tests/fixtures/generate/
+level2_row_problems.tsv, and references with random norm weights, a batched input and a product
+also read by a scan) must come back `correct` as one kernel. The tests that write their own
+references (logsumexp's infinities, the per-channel values, the row epilogues) need the binary
+alone, not KernelBench.
 
     /usr/bin/python3 -m pytest -q tests/integration/test_builtin_level2.py
 """
@@ -24,6 +28,8 @@ from locations import ROOT
 
 TABLE = ROOT / "tests/fixtures/generate/level2_problems.tsv"
 MORE = ROOT / "tests/fixtures/generate/level2_more_problems.tsv"
+ROWS = ROOT / "tests/fixtures/generate/level2_row_problems.tsv"
+ROWS_CHOSEN = ["l2_99_gemm_gelu_softmax", "l2_14_gemm_div_sum_scale"]
 MORE_CHOSEN = ["l2_45_gemm_sigmoid_gemm_lse", "l2_40_gemm_clone_residual",
                "l2_67_conv_gelu_adaptive_avg"]
 CHOSEN = ["l2_12_gemm_mul_leaky", "l2_1_conv_relu_bias", "l2_26_convt3d_add_hardswish",
@@ -34,9 +40,39 @@ VENDOR = re.compile(r"_ok_torch\.(nn\.functional\.|matmul|mm|conv|logsumexp|clon
 pytestmark = NEEDS_BINARY  # the KernelBench problems also NEEDS_KERNELBENCH
 
 
-def check_one_fused_kernel(source: str) -> None:
+def module_reference(tmp_path: Path, init: str, forward: str, inputs: str) -> Path:
+    """A one-input reference in tmp_path: a Model whose __init__ runs the statements `init` (after
+    super().__init__()) and whose forward is `forward` (statements over x, the last a return), on
+    the input `inputs` (a Python expression)."""
+    indent = "\n        "
+    ref = tmp_path / "reference.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {indent.join(init.splitlines())}
+
+    def forward(self, x):
+        {indent.join(forward.splitlines())}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+""")
+    return ref
+
+
+def check_one_fused_kernel(source: str, row: bool = False) -> None:
     pattern = re.search(r"^# pattern: (\S+)$", source, re.M)
-    assert pattern and pattern.group(1).endswith(":epilogue"), source[:400]
+    ending = r":epilogue\[[^\]]*\]" if row else ":epilogue"
+    assert pattern and re.fullmatch(r"\S*" + ending, pattern.group(1)), source[:400]
     forward = source[source.index("class ModelNew(Model):"):]
     assert len(re.findall(r"_ok_lib\.ok_\w+\(", forward)) == 1, forward
 
@@ -120,32 +156,42 @@ def get_init_inputs():
 ])
 def test_per_channel_values_inline_in_the_epilogue(tmp_path: Path, init: str, forward: str,
                                                     inputs: str, one_kernel: bool) -> None:
-    indent = "\n        "
     randomise = ("for m in self.modules():\n"
                  "    if isinstance(m, nn.modules.batchnorm._BatchNorm):\n"
                  "        m.running_mean.normal_()\n        m.running_var.uniform_(0.5, 2.0)\n"
                  "        m.weight.data.normal_()\n        m.bias.data.normal_()")
-    ref = tmp_path / "reference.py"
-    ref.write_text(f"""import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        {indent.join((init + chr(10) + randomise).splitlines())}
-
-    def forward(self, x):
-        {indent.join(forward.splitlines())}
-
-
-def get_inputs():
-    return [{inputs}]
-
-
-def get_init_inputs():
-    return []
-""")
+    ref = module_reference(tmp_path, init + "\n" + randomise, forward, inputs)
     source = optimize_builtin(tmp_path, ref, [], VENDOR)
     if one_kernel:
         check_one_fused_kernel(source)
+
+
+@NEEDS_KERNELBENCH
+@pytest.mark.parametrize("name", [n if n in ROWS_CHOSEN else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(problems(ROWS))])
+def test_row_tails_run_in_the_gemm_epilogue_and_are_correct(tmp_path: Path, name: str) -> None:
+    ref, sets = problems(ROWS)[name]
+    check_one_fused_kernel(optimize_builtin(tmp_path, KERNELBENCH / ref, sets, VENDOR), row=True)
+
+
+# Row epilogues on what KernelBench's problems leave out: GroupNorm weights and biases that are not
+# 1 and 0 (indexed per channel inside the row's segments), a 3d input (the product's batch folded
+# into its rows), log_softmax over the last dim, and a product that a scan also reads (the
+# epilogue's second output; two more kernels follow).
+@pytest.mark.parametrize("init,forward,inputs,one", [
+    ("self.fc = nn.Linear(40, 32)\nself.gn = nn.GroupNorm(4, 32)\n"
+     "self.gn.weight.data.normal_()\nself.gn.bias.data.normal_()",
+     "return torch.tanh(self.gn(self.fc(x)))", "torch.randn(5, 40)", True),
+    ("self.fc = nn.Linear(40, 24)", "return torch.log_softmax(self.fc(x) * 3.0, dim=-1)",
+     "torch.randn(2, 3, 40)", True),
+    ("self.fc = nn.Linear(40, 24)",
+     "y = self.fc(x)\nreturn torch.softmax(y, dim=1) + torch.cumsum(y, dim=1)",
+     "torch.randn(3, 40)", False),
+])
+def test_row_epilogue_references(tmp_path: Path, init: str, forward: str, inputs: str,
+                                 one: bool) -> None:
+    source = optimize_builtin(tmp_path, module_reference(tmp_path, init, forward, inputs), [],
+                              VENDOR)
+    assert ":epilogue[" in re.search(r"^# pattern: (\S+)$", source, re.M).group(1), source[:400]
+    if one:
+        check_one_fused_kernel(source, row=True)

@@ -87,7 +87,7 @@ inline void expect_supported_without_vendor(
     for (const char* backend : {"cpu", "triton", "cuda"}) {
       generate::Proposal p = must(fixture(name), backend, 0, max);
       ASSERT_TRUE(p.supported) << name << " " << backend << ": " << p.reason;
-      EXPECT_EQ(p.pattern, pattern) << name;
+      EXPECT_EQ(p.pattern, pattern) << name << " " << backend;
       ASSERT_FALSE(p.candidates.empty()) << name << " " << backend;
       for (const auto& c : p.candidates)
         EXPECT_FALSE(std::regex_search(forward_of(c.source), vendor))

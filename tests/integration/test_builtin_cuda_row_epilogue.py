@@ -1,0 +1,43 @@
+"""The builtin generator's CUDA row epilogues, run without a GPU: a GEMM whose row tail (softmax, a
+row reduction, a GroupNorm with its groups inside the row) runs in its kernel (the block's rows
+through a scratch copy of the product, then the row kernel's passes with block reductions),
+compiled by g++ against the CPU model of CUDA's execution (cuda_emulate.py, warp shuffles of a
+block in lockstep included) and compared with the reference's PyTorch output, for the first three
+points of the fused plan. Problems: tests/fixtures/generate/level2_row_problems.tsv (KernelBench at
+reduced sizes); the default run takes two, `-m slow` the rest.
+
+    /usr/bin/python3 -m pytest -q tests/integration/test_builtin_cuda_row_epilogue.py
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builtin_support import KERNELBENCH, problems
+from locations import ROOT
+from test_builtin_cuda_conv import GENERATE, candidates, run_candidates, torch
+
+TABLE = ROOT / "tests/fixtures/generate/level2_row_problems.tsv"
+CHOSEN = ["l2_30_gemm_groupnorm_hardtanh", "l2_99_gemm_gelu_softmax"]
+pytestmark = pytest.mark.skipif(not GENERATE.is_file(),
+                                reason=f"no generate_candidates at {GENERATE}")
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"no KernelBench at {KERNELBENCH}")
+@pytest.mark.parametrize("name", [n if n in CHOSEN else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(problems(TABLE))])
+def test_cuda_row_epilogue_matches_torch_on_the_cpu_model(tmp_path: Path, name: str) -> None:
+    rel, sets = problems(TABLE)[name]
+    ref, overrides = KERNELBENCH / rel, dict(s.split("=", 1) for s in sets)
+    files, params = candidates(tmp_path, ref, overrides)
+    fused = [k for k, f in enumerate(files) if "ep_scratch" in f.read_text()][:3]
+    assert fused, "some candidate runs the row tail in the GEMM"
+
+    def random_norm_weights(model: torch.nn.Module) -> None:  # not KernelBench's 1 and 0
+        for m in model.modules():
+            if isinstance(m, torch.nn.GroupNorm):
+                m.weight.data.normal_()
+                m.bias.data.normal_()
+
+    run_candidates(ref, overrides, files, params, fused, random_norm_weights, atol=1e-5)
