@@ -54,7 +54,9 @@ static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static float* ok_emu_lanes;  // one slot per thread of the running block
 static thread_local unsigned ok_emu_tid;
 // A butterfly shuffle, for kernels whose block shuffles in lockstep (every thread of the block
-// calls it together: the generated block reductions); lanes are the block's thread ids.
+// calls it together: the generated block reductions); lanes are the block's thread ids. Its two
+// block-wide barriers also order shared memory around each shuffle, so a block reduction that is
+// missing a __syncthreads of its own passes here: the emulator cannot catch that race.
 static inline float __shfl_xor_sync(unsigned, float v, int off) {
   ok_emu_lanes[ok_emu_tid] = v;
   ok_emu_barrier->arrive_and_wait();
