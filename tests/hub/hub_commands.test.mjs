@@ -147,7 +147,8 @@ test("skills: a store's library exported, pushed, pulled and merged into another
   const r = await run(["hub", "push", "skills", "--from", file, "--repo", "s-org/skills"]);
   assert.equal(r.code, 0, r.err);
   const out = temp("skills-out");
-  const db = join(out, "..", "b.db");
+  // The pulling store in a folder of its own (a store left in /tmp by an earlier run was merged into).
+  const db = join(temp("skills-db"), "b.db");
   const p = await run(["hub", "pull", "skills", "--repo", "s-org/skills", "--out", out, "--db", db]);
   assert.equal(p.code, 0, p.err);
   assert.equal(readFileSync(join(out, "skills.json"), "utf8"), readFileSync(file, "utf8"));
