@@ -81,8 +81,7 @@ class Evaluation:
         self.cand: CandidateProcess | None = None
         self.scratch = ""
         self.phases: dict[str, float] = {}
-        self.process_start = "fresh"  # "spare": started before this evaluation; "boot": at the
-        # worker's start, for this request (boot.py)
+        self.process_start = "fresh"  # "spare": started earlier; "boot": at the worker's start
         self.started = time.monotonic()  # run()'s start
         self.ceil: dict[str, Any] | None = None  # _ceilings()
         self.counts: floor_counts.Counts | None = None  # the floor's counts (_early_counts)
@@ -426,14 +425,10 @@ class Evaluation:
     def _ceilings(self) -> dict[str, Any]:
         """The device's bandwidth and peak FLOP rate (roofline.ceilings), once per evaluation,
         through the cache in the worker's cache directory (bandwidth_cache.py)."""
-        if self.ceil is None:
-            cand, settle = self.cand, None
-            if self.process_start == "boot" and cand is not None:
-                # The boot process's profiler start may still run beside the spot check; a full
-                # measurement, kept on disk for later workers, waits until it has finished.
-                def settle() -> None:
-                    cand.wait_warm(self.opts.timeout_s)
-            self.ceil = roofline.ceilings(self.device, self.cache_root(), settle)
+        if self.ceil is None:  # a boot process may still be starting: a full measurement
+            cand = self.cand if self.process_start == "boot" else None  # (kept on disk) waits
+            self.ceil = roofline.ceilings(self.device, self.cache_root(), cand and (
+                lambda: cand.wait_warm(self.opts.timeout_s)))
         return self.ceil
 
     def _physical_floor(self, ref_model: Any) -> None:
