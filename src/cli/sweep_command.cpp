@@ -121,6 +121,8 @@ util::Result<sweep::Options> sweep_options(const SweepCliOptions& c, const confi
   if (auto r = check_limits(c.limits); !r) return std::unexpected(r.error());
   if (auto r = check_prompt_budget_tokens(c.prompt_budget_tokens); !r)
     return std::unexpected(r.error());
+  if (c.stop_at_sol && !(*c.stop_at_sol > 0))
+    return util::fail(ErrorKind::kUsage, "--stop-at-sol must be above 0");
   if (c.jobs < 0) return util::fail(ErrorKind::kUsage, "--jobs must be positive");
   if (c.jobs > 0 && !c.gpus.empty())
     return util::fail(ErrorKind::kUsage, "give --gpus (one slot per entry) or --jobs, not both");
@@ -168,6 +170,7 @@ util::Result<sweep::Options> sweep_options(const SweepCliOptions& c, const confi
   o.limits = c.limits;
   o.skills = !c.no_skills;
   o.prompt_budget_tokens = c.prompt_budget_tokens;
+  o.stop_at_sol = c.stop_at_sol;
   o.output = std::filesystem::absolute(
       !c.output.empty() ? std::filesystem::path(c.output)
                         : std::filesystem::path("results") /
@@ -354,6 +357,9 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
   cmd->add_option("--prompt-budget-tokens", o->prompt_budget_tokens,
                   "Passed to every new optimize session: the model prompt's memory budget in "
                   "tokens (default 9000; at least 1000)");
+  cmd->add_option("--stop-at-sol", o->stop_at_sol,
+                  "Passed to every new optimize session: stop a problem once a correct kernel "
+                  "reaches this fraction of speed of light (default 0.95; 1 or more: never)");
   cmd->add_flag("--no-skills", o->no_skills,
                 "Passed to every new optimize session: use no skills of the library and teach it "
                 "nothing (ablations)");

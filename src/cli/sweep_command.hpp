@@ -32,6 +32,7 @@ struct SweepCliOptions {
   long long seed = 1;
   eval::Limits limits;
   int prompt_budget_tokens = 0;  // 0: optimize's default
+  std::optional<double> stop_at_sol;  // unset: optimize's default
   bool no_skills = false;
   bool json = false;
 };

@@ -184,6 +184,7 @@ std::vector<std::string> task_command(const Options& o, const Task& t, bool resu
     if (!o.skills) a.push_back("--no-skills");
     if (o.prompt_budget_tokens > 0)
       add("--prompt-budget-tokens", std::to_string(o.prompt_budget_tokens));
+    if (o.stop_at_sol) add("--stop-at-sol", fmt::format("{}", *o.stop_at_sol));
   }
   if (o.budget_usd) add("--budget-usd", fmt::format("{}", *o.budget_usd));
   if (!o.python.empty()) add("--python", o.python);

@@ -58,9 +58,10 @@ struct Options {
   // docs/remote.md): hosts x gpus, or one slot per entry without gpus (a host may repeat).
   std::vector<std::string> eval_hosts;
   // For new sessions only (a resumed one keeps its own): false gives --no-skills; above 0,
-  // --prompt-budget-tokens.
+  // --prompt-budget-tokens; set, --stop-at-sol.
   bool skills = true;
   int prompt_budget_tokens = 0;
+  std::optional<double> stop_at_sol;  // --stop-at-sol (unset: optimize's default)
 };
 
 // The work folder of a results file: results/X.tsv -> results/X.

@@ -264,6 +264,7 @@ def test_sweep_bad_flags_and_inputs_are_usage_errors(tmp_path: Path) -> None:
         (["--jobs", "-1"], "--jobs"),
         (["--budget-usd", "-1"], "--budget-usd"),
         (["--gpus", "0", "--jobs", "2"], "not both"),
+        (["--stop-at-sol", "0"], "--stop-at-sol must be above 0"),
     ]:
         p, _ = sweep(tmp_path, "--output", "r/bad.tsv", *args)
         assert p.returncode == 2, (args, p.returncode, p.stderr)
@@ -282,13 +283,13 @@ def test_sweep_no_skills_reaches_every_child_and_its_sessions_use_no_skill(tmp_p
     """--no-skills is passed to each new optimize child: its session is fed no skill (no
     search_state (SESSION, "skills"), no skill evidence, no `skills` in the report) while a plain
     sweep's session records what it was fed; a bad --prompt-budget-tokens is refused by the sweep
-    itself (exit 2) before any problem starts."""
+    itself (exit 2) before any problem starts. --stop-at-sol reaches the new sessions too."""
     def sessions_of(output: str) -> list[str]:
         work = tmp_path / output.removesuffix(".tsv")
         return [(d / "session").read_text().strip() for d in sorted(work.glob("L1_*"))]
 
     p, summary = sweep(tmp_path, "--problems", "1-2", "--output", "r/off.tsv", "--no-skills",
-                       "--prompt-budget-tokens", "4000")
+                       "--prompt-budget-tokens", "4000", "--stop-at-sol", "1.5")
     assert p.returncode in (0, 1), p.stderr
     assert summary is not None and summary["ran"] == 2, p.stderr
     off = sessions_of("r/off.tsv")
@@ -304,7 +305,9 @@ def test_sweep_no_skills_reaches_every_child_and_its_sessions_use_no_skill(tmp_p
     assert not evidence & set(off), evidence
     for s in off:
         assert options[s]["skills"] is False and options[s]["prompt_budget_tokens"] == 4000
+        assert options[s]["stop_at_sol"] == 1.5
     assert options[on[0]]["skills"] is True and options[on[0]]["prompt_budget_tokens"] == 0
+    assert options[on[0]]["stop_at_sol"] == 0.95
     for d in (tmp_path / "r/off").glob("L1_*"):
         report = json.loads((d / "report.json").read_text())
         assert "skills" not in report["search"], report["search"]
@@ -396,7 +399,10 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
 
 def test_slurm_executor_gathers_results_and_resumes_after_a_killed_array(
         tmp_path: Path, slurm: dict[str, str]) -> None:
-    args = ["--problems", "1-2", "--output", "r/s.tsv", "--executor", "slurm", "--iterations", "2"]
+    # --stop-at-sol 1: never stopped early (on a loaded machine the measured bandwidth drops and a
+    # first correct attempt may reach 0.95 of it, ending its problem after one attempt).
+    args = ["--problems", "1-2", "--output", "r/s.tsv", "--executor", "slurm", "--iterations", "2",
+            "--stop-at-sol", "1"]
     # First run: the array is killed (as a node failure would) once the first attempts are in.
     proc = start_sweep(tmp_path, *args, extra_env=slurm)
     work = tmp_path / "r/s"
