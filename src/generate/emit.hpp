@@ -120,6 +120,9 @@ std::string py_name(const Graph& g, int value);
 // The reduction identity and combine, by backend language.
 std::string reduce_identity(ReduceKind k, const std::string& lang);
 
+// The online sums (KernelGroup::online) taken against the max whose value is `max`, in order.
+std::vector<int> online_sums(const KernelGroup& G, int max);
+
 // One backend's spelling of one operation on the plain reductions (sum, prod, max, min): an fmt
 // pattern per kind in which {0} and {1} stand for the operands given to spell(). Arg reductions
 // (argmax, argmin) have no spelling: spell() throws EmitError{no_arg} for them.

@@ -178,6 +178,13 @@ std::string py_name(const Graph& g, int value) {
   return fmt::format("_ok_v{}", value);
 }
 
+std::vector<int> online_sums(const KernelGroup& G, int max) {
+  std::vector<int> out;
+  for (const auto& [sum, on] : G.online)
+    if (on.max == max) out.push_back(sum);
+  return out;
+}
+
 std::string reduce_identity(ReduceKind k, const std::string& lang) {
   switch (k) {
     case ReduceKind::kSum:

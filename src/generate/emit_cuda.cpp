@@ -228,24 +228,52 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
       VecBody vb;
       vb.vec = vec;
       Region region(g, G, skills, "cuda", &perrow_known, hooks(vb.lanes, &vb));
+      std::vector<std::string> post;
       for (int ni : G.nodes) {
         const Node& n = g.nodes[ni];
         if (n.kind != NodeKind::kReduce || G.level.at(n.out) != k) continue;
+        if (G.online.contains(n.out)) continue;  // summed in its max's pass
         init.push_back(fmt::format("float a{} = {};", n.out, reduce_identity(n.reduce, "cpp")));
         int x = n.args[0].value;
         std::string e = G.produces(x) ? region.get(x, Cls::kRow)
                                       : hooks(vb.lanes, &vb).load(x, g.values[x].shape, Cls::kRow);
-        vb.lanes.push_back(fmt::format("a{0} = {1};", n.out,
-                                       spell(kCombine, n.reduce, fmt::format("a{}", n.out), e)));
+        const std::vector<int> sums = online_sums(G, n.out);
+        if (sums.empty()) {
+          vb.lanes.push_back(fmt::format("a{0} = {1};", n.out,
+                                         spell(kCombine, n.reduce, fmt::format("a{}", n.out), e)));
+        } else {  // the running max, and each online sum rescaled to it
+          const int m = n.out;
+          vb.lanes.push_back(fmt::format("const float y{0} = {1}, n{0} = fmaxf(a{0}, y{0});", m, e));
+          for (int sum : sums) {
+            init.push_back(fmt::format("float a{} = 0.0f;", sum));
+            vb.lanes.push_back(fmt::format("a{1} = (a{0} == n{0} ? a{1} : a{1} * expf(a{0} - n{0})) + "
+                                           "(y{0} == n{0} ? 1.0f : expf(y{0} - n{0}));",
+                                           m, sum));
+          }
+          vb.lanes.push_back(fmt::format("a{0} = n{0};", m));
+        }
         fin.push_back(fmt::format("const float p{} = ok_block_reduce<TJ, TR>(a{}, ok_sm, {}());",
                                   n.out, n.out, spell(kOpStruct, n.reduce)));
+        for (int sum : sums) {
+          const int m = n.out, t = G.online.at(sum).shift;
+          fin.push_back(fmt::format("float p{1} = ok_block_reduce<TJ, TR>(a{0} == p{0} ? a{1} : "
+                                    "a{1} * expf(a{0} - p{0}), ok_sm, OkSum());",
+                                    m, sum));
+          if (t != m)  // logsumexp's shift T: the sum was taken against M, times exp(M - T)
+            post.push_back(fmt::format("if (p{0} != p{2}) p{1} *= expf(p{0} - p{2});", m, sum, t));
+          else  // exp(x - M) is NaN somewhere when M is infinite, so is the two-pass sum
+            fin.push_back(fmt::format("if (isinf(p{0})) p{1} = NAN;", m, sum));
+          perrow_known[sum] = true;
+        }
       }
       for (int ni : G.nodes)
         if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)
           perrow_known[g.nodes[ni].out] = true;
       perrow_nodes(k, epi);
+      epi.insert(epi.end(), post.begin(), post.end());
       for (int v : vb.vector_leaves) aligned_values.insert(v);
       passes.push_back({{"init", lines_at(init, 2)},
+                        {"loop", !vb.lanes.empty()},  // none left when online sums took them
                         {"body", body_text(vb)},
                         {"finish", lines_at(fin, 2)},
                         {"epilogue", lines_at(epi, 2)}});

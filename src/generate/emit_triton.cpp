@@ -216,26 +216,55 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
     code += block_at(pro, 4);
     std::string loop = render_skill(skills, "triton", "row", two_d ? "loop2d" : "loop1d", ctx);
     for (int k = 0; k < G.passes; ++k) {
-      std::vector<std::string> init, body, fin, epi;
+      std::vector<std::string> init, body, fin, epi, post;
       Loader loader{&body};
       Region region(g, G, skills, "triton", &perrow_known, hooks(body, loader));
       for (int ni : G.nodes) {
         const Node& n = g.nodes[ni];
         if (n.kind != NodeKind::kReduce || G.level.at(n.out) != k) continue;
+        if (G.online.contains(n.out)) continue;  // summed in its max's pass
         std::string ident = reduce_identity(n.reduce, "triton");
         init.push_back(fmt::format("a{} = tl.full({}, {}, tl.float32)", n.out, acc_shape, ident));
-        std::string e = reduced_input(region, loader, n);
-        body.push_back(
-            fmt::format("a{0} = {1}", n.out,
-                        spell(kCombine, n.reduce, fmt::format("a{}", n.out), masked(n.reduce, e))));
+        std::string e = masked(n.reduce, reduced_input(region, loader, n));
+        const std::vector<int> sums = online_sums(G, n.out);
+        if (sums.empty()) {
+          body.push_back(fmt::format("a{0} = {1}", n.out,
+                                     spell(kCombine, n.reduce, fmt::format("a{}", n.out), e)));
+        } else {  // the running max, and each online sum rescaled to it
+          const int m = n.out;
+          body.push_back(fmt::format("y{} = {}", m, e));
+          body.push_back(fmt::format("n{0} = tl.maximum(a{0}, y{0})", m));
+          for (int s : sums) {
+            init.push_back(fmt::format("a{} = tl.zeros({}, tl.float32)", s, acc_shape));
+            body.push_back(fmt::format(
+                "a{1} = tl.where(a{0} == n{0}, a{1}, a{1} * tl.exp(a{0} - n{0})) + "
+                "tl.where(mask, tl.where(y{0} == n{0}, 1.0, tl.exp(y{0} - n{0})), 0.0)",
+                m, s));
+          }
+          body.push_back(fmt::format("a{0} = n{0}", m));
+        }
         fin.push_back(fmt::format("p{} = {}", n.out,
                                   spell(kTritonReduce, n.reduce, fmt::format("a{}", n.out), "0")));
+        for (int s : sums) {
+          const int m = n.out, t = G.online.at(s).shift;
+          fin.push_back(fmt::format(
+              "p{1} = tl.sum(tl.where(a{0} == p{0}, a{1}, a{1} * tl.exp(a{0} - p{0})), 0)", m, s));
+          if (t != m)  // logsumexp's shift T: the sum was taken against M, times exp(M - T)
+            post.push_back(
+                fmt::format("p{1} = tl.where(p{0} == p{2}, p{1}, p{1} * tl.exp(p{0} - p{2}))", m,
+                            s, t));
+          else  // exp(x - M) is NaN somewhere when M is infinite, so is the two-pass sum
+            fin.push_back(fmt::format(
+                "p{1} = tl.where(tl.abs(p{0}) == float(\"inf\"), float(\"nan\"), p{1})", m, s));
+          perrow_known[s] = true;
+        }
       }
       for (int ni : G.nodes)
         if (g.nodes[ni].kind == NodeKind::kReduce && G.level.at(g.nodes[ni].out) == k)
           perrow_known[g.nodes[ni].out] = true;
       perrow_nodes(k, epi);
-      code += block_at(init, 4) + loop + block_at(body, 8) + block_at(fin, 4) + block_at(epi, 4);
+      code += block_at(init, 4) + (body.empty() ? "" : loop + block_at(body, 8)) +
+              block_at(fin, 4) + block_at(epi, 4) + block_at(post, 4);
     }
     std::vector<std::string> fbody, stores;
     Loader floader{&fbody};

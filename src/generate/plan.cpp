@@ -315,6 +315,7 @@ class Planner {
       for (int ni : G.nodes)
         if (used_outside.contains(g_.nodes[ni].out)) G.outputs.push_back(g_.nodes[ni].out);
       levels(G);
+      online_pairs(G);
       G.pattern = pattern_of(G);
     }
     fuse_epilogues();
@@ -448,6 +449,37 @@ class Planner {
       } else {
         need[n.out] = lvl;
       }
+    }
+  }
+
+  // The online pairs of a row group (KernelGroup::online): sum(exp(sub(Y, T))) one level after
+  // M = amax(Y), with T = M or select(cond, M, number) (logsumexp's shift: M where finite). The
+  // kernels rescale the running sum by exp(M - T) after the pass, which is 1 where T is M.
+  void online_pairs(KernelGroup& G) const {
+    auto producer = [&](int v, const char* op) -> const Node* {
+      if (v < 0 || !G.produces(v)) return nullptr;
+      const Node& n = g_.nodes[g_.values[v].producer];
+      return n.kind == NodeKind::kElementwise && n.op == op ? &n : nullptr;
+    };
+    for (int ni : G.nodes) {
+      const Node& s = g_.nodes[ni];
+      if (s.kind != NodeKind::kReduce || s.reduce != ReduceKind::kSum) continue;
+      const Node* e = producer(s.args[0].value, "exp");
+      const Node* d = e && e->args.size() == 1 ? producer(e->args[0].value, "sub") : nullptr;
+      if (!d || d->args.size() != 2 || d->args[0].value < 0 || d->args[1].value < 0) continue;
+      const int y = d->args[0].value, t = d->args[1].value;
+      if (G.cls.at(d->out) != Cls::kRow || !G.produces(t) || G.cls.at(t) != Cls::kPerRow)
+        continue;
+      int m = t;
+      if (const Node* sel = producer(t, "select");
+          sel && sel->args.size() == 3 && sel->args[1].value >= 0 && sel->args[2].value < 0)
+        m = sel->args[1].value;
+      if (!G.level.contains(m)) continue;
+      const Node& mx = g_.nodes[g_.values[m].producer];
+      if (mx.reduce != ReduceKind::kMax || mx.args[0].value != y || mx.dims != s.dims ||
+          G.level.at(m) + 1 != G.level.at(s.out))
+        continue;
+      G.online[s.out] = {m, y, t};
     }
   }
 

@@ -40,6 +40,16 @@ struct KernelGroup {
   std::map<int, int> level;        // value of a reduce node -> its pass
   std::map<int, int> plevel;       // kPerRow value -> pass after which it is known (-1: before)
   int passes = 0;
+  // Online pairs (row groups): a sum whose input is exp(Y - T), T the row max M of the same Y
+  // (softmax, log_softmax) or logsumexp's select(|M| < inf, M, c), keyed by the sum's value. The
+  // kernels that loop over a row per pass (Triton's loop mode, CUDA's rows) compute the sum in M's
+  // pass against a running max, one read of the row fewer (plan.cpp, online_pairs).
+  struct Online {
+    int max = -1;    // M's value
+    int y = -1;      // the value both reduce
+    int shift = -1;  // T's value (M itself for softmax)
+  };
+  std::map<int, Online> online;
   std::string pattern;  // pointwise | row:<ops> | reduce:<ops>
   bool has_transcendental = false;
   // A pointwise group computed in the epilogue of this GEMM or convolution node, or a row group

@@ -51,6 +51,8 @@ typedef void* cudaStream_t;
 #define __ldg(p) (*(p))
 static inline int cudaGetLastError() { return 0; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+struct __align__(16) float4 { float x, y, z, w; };  // the row kernels' vector loads and stores
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static float* ok_emu_lanes;  // one slot per thread of the running block
 static thread_local unsigned ok_emu_tid;
 // A butterfly shuffle, for kernels whose block shuffles in lockstep (every thread of the block
