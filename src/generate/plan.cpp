@@ -389,8 +389,9 @@ class Planner {
   }
 
   // Conditions (2) and (3) of fuse_epilogues on group G and product node `pn`: G reads the
-  // product's value, nothing else does, every reader has its shape (up to leading ones), and G's
-  // other leaves are float32 and exist before the product runs.
+  // product's value, nothing else does, every reader has its shape (up to leading ones; in a row
+  // group a reduction over the rows may read it too: the epilogue holds whole rows), and G's other
+  // leaves are float32 and exist before the product runs.
   bool reads_alone(const KernelGroup& G, int pn) const {
     const int c = g_.nodes[pn].out;
     const Shape cs = strip_leading_ones(g_.values[c].shape);
@@ -406,6 +407,7 @@ class Planner {
       for (const auto& a : n.args) {
         if (a.value != c) continue;
         if (!G.produces(n.out)) return false;  // read elsewhere: it must be stored
+        if (G.row && n.kind == NodeKind::kReduce) continue;
         if (strip_leading_ones(g_.values[n.out].shape) != cs) return false;
       }
     }

@@ -139,6 +139,30 @@ TEST(GenerateRowEpilogue, ValuesReadLaterAreStoredByTheEpilogue) {
   EXPECT_EQ(must(fixture("gemm_square"), "cpu").pattern, "gemm");
 }
 
+TEST(GenerateRowEpilogue, TheGroupsRowReductionsMayReadTheProductItself) {
+  // softmax(A @ B) and logsumexp(A @ B): the row max reads the product with no pointwise op
+  // between them (not element for element, but the epilogue holds whole rows): one kernel.
+  for (const auto& [op, pattern] : {std::pair{"softmax", "gemm:epilogue[row:softmax]"},
+                                    {"logsumexp", "gemm:epilogue[reduce:logsumexp]"}}) {
+    json ir = fixture("bmm");  // [3, 16, 24] @ [3, 24, 8]
+    const bool soft = op == std::string("softmax");
+    ir["nodes"].push_back(
+        {{"name", "y"},
+         {"op", op},
+         {"args", json::array({{{"node", "bmm"}}})},
+         {"kwargs", soft ? json{{"dim", 2}} : json{{"dim", json::array({2})}, {"keepdim", true}}},
+         {"shape", soft ? json{3, 16, 8} : json{3, 16, 1}},
+         {"dtype", "float32"}});
+    ir["outputs"] = json::array({{{"node", "y"}}});
+    for (const char* backend : {"cpu", "triton", "cuda"}) {
+      const ok::generate::Proposal p = must(ir, backend);
+      EXPECT_EQ(p.pattern, pattern) << op << " " << backend;
+      ASSERT_FALSE(p.candidates.empty());
+      EXPECT_EQ(launches(p.candidates[0].source, backend), 1u) << op << " " << backend;
+    }
+  }
+}
+
 TEST(GenerateRowEpilogue, TritonTilesCoverTheRowWithoutSplitK) {
   // 99's rows are 24 wide: BLOCK_N 32 in every point of the fused plan's space, never split-K.
   ok::generate::Proposal p = must(fixture("l2_99_gemm_gelu_softmax"), "triton", 0, 0);
