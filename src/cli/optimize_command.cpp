@@ -430,7 +430,7 @@ void add_optimize_flags(CLI::App* cmd, OptimizeOptions& o, GlobalOptions& g) {
                   "choice (see `openkernel strategies`)");
   cmd->add_option("--stop-at-sol", o.stop_at_sol,
                   "Stop once a correct kernel reaches this fraction of speed of light (default "
-                  "0.95; 1 or more: never, e.g. to measure every template point)");
+                  "0.95; 2 or more: never, e.g. to measure every template point)");
   cmd->add_option("--prebuild", o.prebuild,
                   "Build load_inline candidates on spare cores while they wait for the device: "
                   "off (default; opt-in, not yet measured on the GPU), auto (on a GPU backend) "

@@ -359,7 +359,7 @@ void add_sweep_commands(CLI::App& app, GlobalOptions& g, Action& action) {
                   "tokens (default 9000; at least 1000)");
   cmd->add_option("--stop-at-sol", o->stop_at_sol,
                   "Passed to every new optimize session: stop a problem once a correct kernel "
-                  "reaches this fraction of speed of light (default 0.95; 1 or more: never)");
+                  "reaches this fraction of speed of light (default 0.95; 2 or more: never)");
   cmd->add_flag("--no-skills", o->no_skills,
                 "Passed to every new optimize session: use no skills of the library and teach it "
                 "nothing (ablations)");

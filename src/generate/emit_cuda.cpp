@@ -259,9 +259,14 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
           fin.push_back(fmt::format("float p{1} = ok_block_reduce<TJ, TR>(a{0} == p{0} ? a{1} : "
                                     "a{1} * expf(a{0} - p{0}), ok_sm, OkSum());",
                                     m, sum));
-          if (t != m)  // logsumexp's shift T: the sum was taken against M, times exp(M - T)
-            post.push_back(fmt::format("if (p{0} != p{2}) p{1} *= expf(p{0} - p{2});", m, sum, t));
-          else  // exp(x - M) is NaN somewhere when M is infinite, so is the two-pass sum
+          // The sum was taken against M: times exp(M - T) where the shift T is not M (logsumexp's
+          // where M is infinite); where T is M and infinite, exp(x - T) is NaN somewhere, so is
+          // the two-pass sum.
+          if (t != m)
+            post.push_back(fmt::format(
+                "if (p{0} != p{2}) p{1} *= expf(p{0} - p{2}); else if (isinf(p{0})) p{1} = NAN;", m,
+                sum, t));
+          else
             fin.push_back(fmt::format("if (isinf(p{0})) p{1} = NAN;", m, sum));
           perrow_known[sum] = true;
         }

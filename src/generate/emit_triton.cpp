@@ -249,13 +249,16 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
           const int m = n.out, t = G.online.at(s).shift;
           fin.push_back(fmt::format(
               "p{1} = tl.sum(tl.where(a{0} == p{0}, a{1}, a{1} * tl.exp(a{0} - p{0})), 0)", m, s));
-          if (t != m)  // logsumexp's shift T: the sum was taken against M, times exp(M - T)
-            post.push_back(
-                fmt::format("p{1} = tl.where(p{0} == p{2}, p{1}, p{1} * tl.exp(p{0} - p{2}))", m,
-                            s, t));
-          else  // exp(x - M) is NaN somewhere when M is infinite, so is the two-pass sum
-            fin.push_back(fmt::format(
-                "p{1} = tl.where(tl.abs(p{0}) == float(\"inf\"), float(\"nan\"), p{1})", m, s));
+          // The sum was taken against M: times exp(M - T) where the shift T is not M (logsumexp's
+          // where M is infinite); where T is M and infinite, exp(x - T) is NaN somewhere, so is
+          // the two-pass sum.
+          const std::string nan = fmt::format(
+              "tl.where(tl.abs(p{0}) == float(\"inf\"), float(\"nan\"), p{1})", m, s);
+          if (t != m)
+            post.push_back(fmt::format("p{1} = tl.where(p{0} == p{2}, {3}, p{1} * tl.exp(p{0} - p{2}))",
+                                       m, s, t, nan));
+          else
+            fin.push_back(fmt::format("p{} = {}", s, nan));
           perrow_known[s] = true;
         }
       }

@@ -456,7 +456,8 @@ class Planner {
 
   // The online pairs of a row group (KernelGroup::online): sum(exp(sub(Y, T))) one level after
   // M = amax(Y), with T = M or select(cond, M, number) (logsumexp's shift: M where finite). The
-  // kernels rescale the running sum by exp(M - T) after the pass, which is 1 where T is M.
+  // kernels rescale the running sum by exp(M - T) after the pass where T is not M, and make it
+  // NaN where T is an infinite M (as exp(x - T) makes the two-pass sum), whatever the condition.
   void online_pairs(KernelGroup& G) const {
     auto producer = [&](int v, const char* op) -> const Node* {
       if (v < 0 || !G.produces(v)) return nullptr;

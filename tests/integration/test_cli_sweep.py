@@ -399,10 +399,10 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
 
 def test_slurm_executor_gathers_results_and_resumes_after_a_killed_array(
         tmp_path: Path, slurm: dict[str, str]) -> None:
-    # --stop-at-sol 1: never stopped early (on a loaded machine the measured bandwidth drops and a
+    # --stop-at-sol 2: never stopped early (on a loaded machine the measured bandwidth drops and a
     # first correct attempt may reach 0.95 of it, ending its problem after one attempt).
     args = ["--problems", "1-2", "--output", "r/s.tsv", "--executor", "slurm", "--iterations", "2",
-            "--stop-at-sol", "1"]
+            "--stop-at-sol", "2"]
     # First run: the array is killed (as a node failure would) once the first attempts are in.
     proc = start_sweep(tmp_path, *args, extra_env=slurm)
     work = tmp_path / "r/s"
