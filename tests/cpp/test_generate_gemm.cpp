@@ -154,6 +154,53 @@ TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
 
 // Level 1's problem 97 as analyze writes F.scaled_dot_product_attention (docs/graph-ir.md,
 // "Attention"): Q [2, 3, 16, 8] times K transposed, scaled, a row softmax, times V.
+TEST(GenerateGemm, LinearsTheLoweringCannotGenerateSayWhy) {
+  // x [4, 8]; an nn.Linear module (op "module") or F.linear, weight [5, w_in], bias [bias].
+  auto linear = [](bool module, int w_in, int bias, bool weight_attr = true) {
+    json attrs = json::array();
+    const std::string pre = module ? "fc." : "";
+    if (weight_attr)
+      attrs.push_back({{"name", pre + "weight"}, {"shape", {5, w_in}}, {"dtype", "float32"},
+                       {"kind", "parameter"}});
+    attrs.push_back(
+        {{"name", pre + "bias"}, {"shape", {bias}}, {"dtype", "float32"}, {"kind", "parameter"}});
+    json args = json::array({{{"input", "x"}}});
+    if (!module) {
+      args.push_back({{"attr", "weight"}});
+      args.push_back({{"attr", "bias"}});
+    }
+    return json{{"traceable", true},
+                {"reason", nullptr},
+                {"inputs", {{{"name", "x"}, {"index", 0}, {"shape", {4, 8}}, {"dtype", "float32"}}}},
+                {"attrs", attrs},
+                {"nodes",
+                 {{{"name", "y"},
+                   {"op", module ? "module" : "linear"},
+                   {"args", args},
+                   {"kwargs", module ? json{{"target", "fc"}, {"type", "Linear"}} : json::object()},
+                   {"shape", {4, 5}},
+                   {"dtype", "float32"}}}},
+                {"outputs", {{{"node", "y"}}}},
+                {"module_types", module ? json{{"fc", "Linear"}} : json::object()}};
+  };
+  auto reason = [](const json& ir) {
+    Proposal p = must(ir, "cpu");
+    EXPECT_FALSE(p.supported);
+    return p.reason;
+  };
+  for (bool module : {true, false}) {
+    EXPECT_TRUE(must(linear(module, 8, 5), "cpu").supported) << module;
+    EXPECT_NE(reason(linear(module, 7, 5)).find("node y: linear of (4, 8) by a weight (5, 7)"),
+              std::string::npos)
+        << module;
+    EXPECT_NE(reason(linear(module, 8, 4)).find("node y: linear bias of shape (4,) for 5 outputs"),
+              std::string::npos)
+        << module;
+  }
+  // A module whose weight is not among the attrs (a hand-written IR) stays the PyTorch call.
+  EXPECT_EQ(must(linear(true, 8, 5, false), "cpu").pattern, "vendor");
+}
+
 TEST(GenerateGemm, AttentionIsTwoProductsAroundOneRowKernel) {
   const ok::generate::Graph g = lowered("attention");
   std::vector<ok::generate::Gemm> gemms;
