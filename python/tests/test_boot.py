@@ -198,3 +198,25 @@ def test_no_boot_process_where_the_gpu_sandbox_shares_the_pid_namespace(
         assert not proc.gpu_in_flight()  # here, the stage reports its failure)
     finally:
         SPARE.clear()
+
+
+@pytest.mark.parametrize("fields,started", [
+    ({}, 1),  # the control: a CPU evaluation starts its process
+    ({"backend": "fortran"}, 0),
+    ({"backend": "cuda", "device": "tpu:0"}, 0),
+    ({"backend": "cuda", "device": "cuda:x"}, 0),
+    ({"op": "stage"}, 0),
+])
+def test_an_announcement_that_could_not_evaluate_starts_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: dict[str, Any],
+        started: int) -> None:
+    """An unknown backend, a device the backend cannot mean, or another op: no boot process (the
+    request, when it comes, says what is wrong itself), and the announcement is not inherited."""
+    from openkernel_worker.candidate_process import SPARE
+
+    try:
+        monkeypatch.setenv(boot.EXPECT_ENV, json.dumps({**request(tmp_path, 1), **fields}))
+        boot.start_early()
+        assert len(SPARE.procs) == started and boot.EXPECT_ENV not in os.environ
+    finally:
+        SPARE.clear()
