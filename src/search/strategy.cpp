@@ -1,3 +1,6 @@
+// The strategy population's logic (strategy.hpp): the seeds, the objectives and frontier, choose,
+// record, the reflective mutate and prune. Their JSON form (to_json/from_json) is in
+// strategy_json.cpp.
 #include "search/strategy.hpp"
 
 #include <fmt/format.h>
@@ -8,19 +11,12 @@
 #include <set>
 #include <string_view>
 
-namespace ok::search {
+#include "search/strategy_internal.hpp"
 
-using nlohmann::json;
-using util::ErrorKind;
-using util::fail;
+namespace ok::search {
 
 namespace {
 
-constexpr double kExplorationMin = 0, kExplorationMax = 3;
-constexpr int kWindowMin = 2, kWindowMax = 12;
-constexpr double kMinGainMin = 0.005, kMinGainMax = 0.2;
-constexpr int kJumpMin = 1, kJumpMax = 4;
-constexpr double kDiagnosisMin = 0, kDiagnosisMax = 3;
 constexpr size_t kMaxGuidance = 600;  // guidance stays strictly shorter
 constexpr std::string_view kLessonPrefix = "Lesson: ";
 
@@ -109,49 +105,6 @@ std::string root_of(const std::string& id) {
   return s;
 }
 
-// Field readers for from_json: a missing key keeps `out`; a present one must have the type and
-// range, else the message names the field.
-util::Result<void> read_string(const json& j, const char* key, std::string& out) {
-  if (!j.contains(key)) return {};
-  if (!j[key].is_string())
-    return fail(ErrorKind::kBadInput, fmt::format("strategy field '{}' must be a string", key));
-  out = j[key].get<std::string>();
-  return {};
-}
-
-util::Result<void> read_number(const json& j, const char* key, double lo, double hi, double& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j[key];
-  if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi))
-    return fail(ErrorKind::kBadInput,
-                fmt::format("strategy field '{}' must be a number in [{}, {}], "
-                            "got {}",
-                            key, lo, hi, v.dump()));
-  out = v.get<double>();
-  return {};
-}
-
-util::Result<void> read_int(const json& j, const char* key, int lo, int hi, int& out) {
-  if (!j.contains(key)) return {};
-  const json& v = j[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    return fail(ErrorKind::kBadInput,
-                fmt::format("strategy field '{}' must be an integer in [{}, {}], got {}", key, lo,
-                            hi, v.dump()));
-  out = static_cast<int>(v.get<int64_t>());
-  return {};
-}
-
-// A record's non-negative integer field.
-util::Result<int> record_int(const json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) return 0;
-  const json& v = j[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 30))
-    return fail(ErrorKind::kBadInput,
-                fmt::format("{}.{} must be a non-negative integer, got {}", where, key, v.dump()));
-  return static_cast<int>(v.get<int64_t>());
-}
-
 Strategy seed(std::string id, double exploration, int window, double min_gain, int jump,
               double diagnosis, std::string guidance) {
   Strategy s;
@@ -172,6 +125,7 @@ bool same_knobs(const Strategy& a, const Strategy& b) {
 }
 
 void clamp_knobs(Strategy& s) {
+  using namespace detail;  // the knobs' ranges
   s.exploration = std::clamp(round_to(s.exploration, 3), kExplorationMin, kExplorationMax);
   s.stagnation_window = std::clamp(s.stagnation_window, kWindowMin, kWindowMax);
   s.min_gain = std::clamp(round_to(s.min_gain, 4), kMinGainMin, kMinGainMax);
@@ -223,97 +177,107 @@ void perturb(Strategy& s, std::mt19937_64& rng) {
   }
 }
 
-}  // namespace
+// What mutate() reads in a strategy's aggregate record: the failure traces by kind and which of
+// the four signals they raise, with the figures its reasons quote (copied, as Population::Record
+// is private to the population).
+struct Evidence {
+  int problems = 0, correct = 0, late_best = 0, no_gain = 0;
+  double cost_usd = 0;
+  int stuck = 0, broken = 0, total = 0;  // failure entries that say stuck, broken, and all of them
+  bool is_stuck = false, is_broken = false, is_late = false, is_costly = false;
+};
 
-// ---------------------------------------------------------------------------------------------
-// Strategy
-
-json Strategy::to_json() const {
-  return {{"id", id},
-          {"parent", parent},
-          {"guidance", guidance},
-          {"exploration", exploration},
-          {"stagnation_window", stagnation_window},
-          {"min_gain", min_gain},
-          {"jump_distance", jump_distance},
-          {"diagnosis_weight", diagnosis_weight},
-          {"mutation", mutation}};
-}
-
-util::Result<Strategy> Strategy::from_json(const json& j) {
-  if (!j.is_object()) return fail(ErrorKind::kBadInput, "a strategy must be a JSON object");
-  Strategy s;
-  if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty())
-    return fail(ErrorKind::kBadInput, "strategy field 'id' must be a non-empty string");
-  s.id = j["id"].get<std::string>();
-  for (auto r :
-       {read_string(j, "parent", s.parent), read_string(j, "guidance", s.guidance),
-        read_string(j, "mutation", s.mutation),
-        read_number(j, "exploration", kExplorationMin, kExplorationMax, s.exploration),
-        read_int(j, "stagnation_window", kWindowMin, kWindowMax, s.stagnation_window),
-        read_number(j, "min_gain", kMinGainMin, kMinGainMax, s.min_gain),
-        read_int(j, "jump_distance", kJumpMin, kJumpMax, s.jump_distance),
-        read_number(j, "diagnosis_weight", kDiagnosisMin, kDiagnosisMax, s.diagnosis_weight)})
-    if (!r) return std::unexpected(r.error());
-  return s;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Population::Record
-
-json Population::Record::to_json() const {
-  return {{"problems", problems},
-          {"correct", correct},
-          {"log_speedup_sum", log_speedup_sum},
-          {"cost_usd", cost_usd},
-          {"evaluations", evaluations},
-          {"evaluations_to_best", evaluations_to_best},
-          {"late_best", late_best},
-          {"no_gain", no_gain},
-          {"failures", failures}};
-}
-
-util::Result<Population::Record> Population::Record::from_json(const json& j,
-                                                               const std::string& where) {
-  if (!j.is_object()) return fail(ErrorKind::kBadInput, where + " must be a JSON object");
-  Record r;
-  for (auto [key, field] :
-       {std::pair{"problems", &r.problems}, std::pair{"correct", &r.correct},
-        std::pair{"evaluations", &r.evaluations},
-        std::pair{"evaluations_to_best", &r.evaluations_to_best},
-        std::pair{"late_best", &r.late_best}, std::pair{"no_gain", &r.no_gain}}) {
-    auto v = record_int(j, key, where);
-    if (!v) return std::unexpected(v.error());
-    *field = *v;
-  }
-  if (r.correct > r.problems || r.no_gain > r.problems || r.late_best > r.correct)
-    return fail(ErrorKind::kBadInput,
-                where +
-                    ": correct, no_gain and late_best cannot exceed problems (late_best "
-                    "cannot exceed correct)");
-  for (auto [key, field] :
-       {std::pair{"log_speedup_sum", &r.log_speedup_sum}, std::pair{"cost_usd", &r.cost_usd}}) {
-    if (!j.contains(key)) continue;
-    if (!j[key].is_number())
-      return fail(ErrorKind::kBadInput, fmt::format("{}.{} must be a number", where, key));
-    *field = j[key].get<double>();
-  }
-  if (r.cost_usd < 0) return fail(ErrorKind::kBadInput, where + ".cost_usd must not be negative");
-  if (j.contains("failures")) {
-    const json& f = j["failures"];
-    if (!f.is_array())
-      return fail(ErrorKind::kBadInput, where + ".failures must be an array of strings");
-    for (const auto& e : f) {
-      if (!e.is_string())
-        return fail(ErrorKind::kBadInput, where + ".failures must be an array of strings");
-      r.failures.push_back(e.get<std::string>());
+// Counts the failure traces by kind. Broken wins when it has at least as many entries as stuck,
+// so the two signals never both hold; either needs at least two entries.
+void count_failures(const std::vector<std::string>& failures, Evidence& e) {
+  for (const auto& f : failures) {
+    switch (classify(f)) {
+      case Failure::kStuck:
+        ++e.stuck;
+        break;
+      case Failure::kBroken:
+        ++e.broken;
+        break;
+      case Failure::kOther:
+        break;
     }
-    if (r.failures.size() > kMaxFailures)
-      r.failures.erase(r.failures.begin(),
-                       r.failures.end() - static_cast<std::ptrdiff_t>(kMaxFailures));
   }
-  return r;
+  e.total = static_cast<int>(failures.size());
+  e.is_broken = e.broken >= 2 && e.broken >= e.stuck;
+  e.is_stuck = !e.is_broken && e.stuck >= 2;
 }
+
+// Moves `child`'s knobs the way each raised signal suggests (unclamped: the caller clamps) and
+// adds its reason; returns the lesson for the guidance, "" when no signal was raised. Stuck and
+// broken each set their own lesson; late and costly only fill in when there is none yet.
+std::string steer(const Evidence& e, Strategy& child, std::vector<std::string>& reasons) {
+  std::string lesson;
+  if (e.is_stuck) {
+    child.exploration += 0.3;
+    child.jump_distance += 1;
+    child.stagnation_window -= 1;
+    reasons.push_back(fmt::format("stagnation or no gain in {} of {} failures", e.stuck, e.total));
+    lesson =
+        "Progress often stalled: when a line of optimisation stops paying, switch to a "
+        "structurally different approach (fusion, tiling, data layout) instead of tuning it "
+        "further.";
+  }
+  if (e.is_broken) {
+    child.exploration -= 0.2;
+    child.diagnosis_weight += 0.4;
+    child.jump_distance -= 1;
+    reasons.push_back(
+        fmt::format("incorrect or failing candidates in {} of {} failures", e.broken, e.total));
+    lesson =
+        "Many candidates were wrong or failed to build: change one thing at a time from the last "
+        "correct kernel and check indexing, masking and numerics.";
+  }
+  if (e.is_late) {
+    child.stagnation_window -= 1;
+    reasons.push_back(
+        fmt::format("the best came late (last third of the budget) in {} of {} "
+                    "correct problems",
+                    e.late_best, e.correct));
+    if (lesson.empty())
+      lesson =
+          "The best kernel came late: try the most promising idea first and drop unproductive "
+          "lines sooner.";
+  }
+  if (e.is_costly) {
+    child.min_gain *= 1.5;
+    if (!e.is_stuck) child.exploration -= 0.15;
+    reasons.push_back(fmt::format("${:.4f} per problem with no gain on {} of {} problems",
+                                  e.cost_usd / e.problems, e.no_gain, e.problems));
+    if (lesson.empty())
+      lesson =
+          "Spending did not buy speed: prefer cheap, well-understood optimisations and stop once "
+          "gains become marginal.";
+  }
+  return lesson;
+}
+
+// Sets the (clamped) child's `mutation` line from the reasons. When its knobs came out as the
+// parent's (no signal, or every suggested move at its limit), one knob is first perturbed at
+// random so that the child still differs from its parent.
+void describe_mutation(const Strategy& parent, const Evidence& e,
+                       const std::vector<std::string>& reasons, Strategy& child,
+                       std::mt19937_64& rng) {
+  std::string why;
+  for (const auto& s : reasons) why += (why.empty() ? "" : "; ") + s;
+  Strategy unchanged = parent;  // the parent's knobs as a child would hold them
+  clamp_knobs(unchanged);
+  if (same_knobs(child, unchanged)) {
+    perturb(child, rng);
+    child.mutation = (why.empty() ? fmt::format("no clear signal in {} problems and {} failures",
+                                                e.problems, e.total)
+                                  : why + " (every suggested move is at its limit)") +
+                     ": perturbed " + changes(parent, child) + " at random";
+  } else {
+    child.mutation = why + ": " + changes(parent, child);
+  }
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Population
@@ -443,9 +407,7 @@ bool Population::record(const std::string& id, const Outcome& o) {
   }
   if (!has_speedup || o.speedup < 1 + s->min_gain) r.no_gain += 1;
   for (const auto& f : o.failures) r.failures.push_back(f);
-  if (r.failures.size() > kMaxFailures)
-    r.failures.erase(r.failures.begin(),
-                     r.failures.end() - static_cast<std::ptrdiff_t>(kMaxFailures));
+  detail::keep_last(r.failures, kMaxFailures);
   return true;
 }
 
@@ -455,24 +417,13 @@ const Strategy& Population::mutate(const std::string& id, const std::string& pro
   const Strategy parent = found ? *found : strategies_.front();
   Record r = aggregate(parent.id, problem_class);
 
-  int stuck = 0, broken = 0;
-  for (const auto& f : r.failures) {
-    switch (classify(f)) {
-      case Failure::kStuck:
-        ++stuck;
-        break;
-      case Failure::kBroken:
-        ++broken;
-        break;
-      case Failure::kOther:
-        break;
-    }
-  }
-  int total = static_cast<int>(r.failures.size());
-  bool is_broken = broken >= 2 && broken >= stuck;
-  bool is_stuck = !is_broken && stuck >= 2;
-  bool is_late = r.late_best > 0 && 2 * r.late_best >= r.correct;
-  bool is_costly = false;
+  Evidence e{.problems = r.problems,
+             .correct = r.correct,
+             .late_best = r.late_best,
+             .no_gain = r.no_gain,
+             .cost_usd = r.cost_usd};
+  count_failures(r.failures, e);
+  e.is_late = r.late_best > 0 && 2 * r.late_best >= r.correct;
   if (r.problems > 0 && r.cost_usd > 0 && 2 * r.no_gain > r.problems) {
     // Costly: at least the population's mean cost per problem on the same problems.
     double cost = 0;
@@ -482,68 +433,14 @@ const Strategy& Population::mutate(const std::string& id, const std::string& pro
       cost += other.cost_usd;
       problems += other.problems;
     }
-    is_costly = r.cost_usd / r.problems >= cost / problems;
+    e.is_costly = r.cost_usd / r.problems >= cost / problems;
   }
 
   Strategy child = parent;
   std::vector<std::string> reasons;
-  std::string lesson;
-  if (is_stuck) {
-    child.exploration += 0.3;
-    child.jump_distance += 1;
-    child.stagnation_window -= 1;
-    reasons.push_back(fmt::format("stagnation or no gain in {} of {} failures", stuck, total));
-    lesson =
-        "Progress often stalled: when a line of optimisation stops paying, switch to a "
-        "structurally different approach (fusion, tiling, data layout) instead of tuning it "
-        "further.";
-  }
-  if (is_broken) {
-    child.exploration -= 0.2;
-    child.diagnosis_weight += 0.4;
-    child.jump_distance -= 1;
-    reasons.push_back(
-        fmt::format("incorrect or failing candidates in {} of {} failures", broken, total));
-    lesson =
-        "Many candidates were wrong or failed to build: change one thing at a time from the last "
-        "correct kernel and check indexing, masking and numerics.";
-  }
-  if (is_late) {
-    child.stagnation_window -= 1;
-    reasons.push_back(
-        fmt::format("the best came late (last third of the budget) in {} of {} "
-                    "correct problems",
-                    r.late_best, r.correct));
-    if (lesson.empty())
-      lesson =
-          "The best kernel came late: try the most promising idea first and drop unproductive "
-          "lines sooner.";
-  }
-  if (is_costly) {
-    child.min_gain *= 1.5;
-    if (!is_stuck) child.exploration -= 0.15;
-    reasons.push_back(fmt::format("${:.4f} per problem with no gain on {} of {} problems",
-                                  r.cost_usd / r.problems, r.no_gain, r.problems));
-    if (lesson.empty())
-      lesson =
-          "Spending did not buy speed: prefer cheap, well-understood optimisations and stop once "
-          "gains become marginal.";
-  }
+  std::string lesson = steer(e, child, reasons);
   clamp_knobs(child);
-
-  std::string why;
-  for (const auto& s : reasons) why += (why.empty() ? "" : "; ") + s;
-  Strategy unchanged = parent;  // the parent's knobs as a child would hold them
-  clamp_knobs(unchanged);
-  if (same_knobs(child, unchanged)) {
-    perturb(child, rng);
-    child.mutation = (why.empty() ? fmt::format("no clear signal in {} problems and {} failures",
-                                                r.problems, total)
-                                  : why + " (every suggested move is at its limit)") +
-                     ": perturbed " + changes(parent, child) + " at random";
-  } else {
-    child.mutation = why + ": " + changes(parent, child);
-  }
+  describe_mutation(parent, e, reasons, child, rng);
   if (!lesson.empty() && parent.guidance.find(lesson) == std::string::npos)
     child.guidance = with_lesson(parent.guidance, lesson);
   else
@@ -586,62 +483,6 @@ void Population::prune(size_t max_size) {
   }
   std::erase_if(strategies_, [&](const Strategy& s) { return remove.count(s.id) > 0; });
   for (const auto& id : remove) records_.erase(id);
-}
-
-json Population::to_json() const {
-  json list = json::array();
-  for (const auto& s : strategies_) {
-    json j = s.to_json();
-    json records = json::object();
-    if (auto it = records_.find(s.id); it != records_.end())
-      for (const auto& [cls, r] : it->second) records[cls] = r.to_json();
-    j["records"] = std::move(records);
-    list.push_back(std::move(j));
-  }
-  return {{"version", 1}, {"next_mutant", next_mutant_}, {"strategies", std::move(list)}};
-}
-
-util::Result<Population> Population::from_json(const json& j) {
-  if (!j.is_object())
-    return fail(ErrorKind::kBadInput, "a strategy population must be a JSON object");
-  if (j.contains("version") && (!j["version"].is_number_integer() || j["version"].get<int>() != 1))
-    return fail(ErrorKind::kBadInput,
-                "strategy population field 'version' must be 1, got " + j["version"].dump());
-  Population p;
-  p.strategies_.clear();
-  if (j.contains("next_mutant")) {
-    const json& n = j["next_mutant"];
-    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > (1 << 30))
-      return fail(
-          ErrorKind::kBadInput,
-          "strategy population field 'next_mutant' must be a positive integer, got " + n.dump());
-    p.next_mutant_ = static_cast<int>(n.get<int64_t>());
-  }
-  if (!j.contains("strategies") || !j["strategies"].is_array() || j["strategies"].empty())
-    return fail(ErrorKind::kBadInput,
-                "strategy population field 'strategies' must be a non-empty array");
-  const json& list = j["strategies"];
-  for (size_t i = 0; i < list.size(); ++i) {
-    std::string where = fmt::format("strategies[{}]", i);
-    auto s = Strategy::from_json(list[i]);
-    if (!s) return fail(ErrorKind::kBadInput, where + ": " + s.error().message);
-    if (p.find(s->id))
-      return fail(ErrorKind::kBadInput, where + ": duplicate strategy id '" + s->id + "'");
-    if (list[i].contains("records")) {
-      const json& recs = list[i]["records"];
-      if (!recs.is_object())
-        return fail(ErrorKind::kBadInput, where + ".records must be an object of classes");
-      for (const auto& [cls, rj] : recs.items()) {
-        if (cls.empty())
-          return fail(ErrorKind::kBadInput, where + ".records has an empty class name");
-        auto r = Record::from_json(rj, where + ".records." + cls);
-        if (!r) return std::unexpected(r.error());
-        p.records_[s->id][cls] = std::move(*r);
-      }
-    }
-    p.strategies_.push_back(std::move(*s));
-  }
-  return p;
 }
 
 SearchParams search_params(const Strategy& s) {
