@@ -41,9 +41,10 @@ struct KernelGroup {
   std::map<int, int> plevel;       // kPerRow value -> pass after which it is known (-1: before)
   int passes = 0;
   // Online pairs (row groups): a sum whose input is exp(Y - T), T the row max M of the same Y
-  // (softmax, log_softmax) or logsumexp's select(|M| < inf, M, c), keyed by the sum's value. The
-  // kernels that loop over a row per pass (Triton's loop mode, CUDA's rows) compute the sum in M's
-  // pass against a running max, one read of the row fewer (plan.cpp, online_pairs).
+  // (softmax, log_softmax, cross_entropy) or logsumexp's select(|M| < inf, M, c), keyed by the
+  // sum's value. The kernels that loop over a row per pass (Triton's loop mode, CUDA's rows)
+  // compute the sum in M's pass against a running max, one read of the row fewer (plan.cpp,
+  // online_pairs).
   struct Online {
     int max = -1;    // M's value
     int y = -1;      // the value both reduce
