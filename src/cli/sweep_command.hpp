@@ -31,7 +31,7 @@ struct SweepCliOptions {
   std::string python;
   long long seed = 1;
   eval::Limits limits;
-  int prompt_budget_tokens = 0;  // 0: optimize's default
+  int prompt_budget_tokens = 0;       // 0: optimize's default
   std::optional<double> stop_at_sol;  // unset: optimize's default
   bool no_skills = false;
   bool json = false;

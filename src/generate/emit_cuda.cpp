@@ -243,12 +243,14 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
                                          spell(kCombine, n.reduce, fmt::format("a{}", n.out), e)));
         } else {  // the running max, and each online sum rescaled to it
           const int m = n.out;
-          vb.lanes.push_back(fmt::format("const float y{0} = {1}, n{0} = fmaxf(a{0}, y{0});", m, e));
+          vb.lanes.push_back(
+              fmt::format("const float y{0} = {1}, n{0} = fmaxf(a{0}, y{0});", m, e));
           for (int sum : sums) {
             init.push_back(fmt::format("float a{} = 0.0f;", sum));
-            vb.lanes.push_back(fmt::format("a{1} = (a{0} == n{0} ? a{1} : a{1} * expf(a{0} - n{0})) + "
-                                           "(y{0} == n{0} ? 1.0f : expf(y{0} - n{0}));",
-                                           m, sum));
+            vb.lanes.push_back(
+                fmt::format("a{1} = (a{0} == n{0} ? a{1} : a{1} * expf(a{0} - n{0})) + "
+                            "(y{0} == n{0} ? 1.0f : expf(y{0} - n{0}));",
+                            m, sum));
           }
           vb.lanes.push_back(fmt::format("a{0} = n{0};", m));
         }
@@ -256,9 +258,10 @@ KernelCode row(const Graph& g, const KernelGroup& G, int index, const Sig& sig,
                                   n.out, n.out, spell(kOpStruct, n.reduce)));
         for (int sum : sums) {
           const int m = n.out, t = G.online.at(sum).shift;
-          fin.push_back(fmt::format("float p{1} = ok_block_reduce<TJ, TR>(a{0} == p{0} ? a{1} : "
-                                    "a{1} * expf(a{0} - p{0}), ok_sm, OkSum());",
-                                    m, sum));
+          fin.push_back(
+              fmt::format("float p{1} = ok_block_reduce<TJ, TR>(a{0} == p{0} ? a{1} : "
+                          "a{1} * expf(a{0} - p{0}), ok_sm, OkSum());",
+                          m, sum));
           // The sum was taken against M: times exp(M - T) where the shift T is not M (logsumexp's
           // where M is infinite); where T is M and infinite, exp(x - T) is NaN somewhere, so is
           // the two-pass sum.

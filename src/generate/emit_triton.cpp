@@ -236,10 +236,10 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
           body.push_back(fmt::format("n{0} = tl.maximum(a{0}, y{0})", m));
           for (int s : sums) {
             init.push_back(fmt::format("a{} = tl.zeros({}, tl.float32)", s, acc_shape));
-            body.push_back(fmt::format(
-                "a{1} = tl.where(a{0} == n{0}, a{1}, a{1} * tl.exp(a{0} - n{0})) + "
-                "tl.where(mask, tl.where(y{0} == n{0}, 1.0, tl.exp(y{0} - n{0})), 0.0)",
-                m, s));
+            body.push_back(
+                fmt::format("a{1} = tl.where(a{0} == n{0}, a{1}, a{1} * tl.exp(a{0} - n{0})) + "
+                            "tl.where(mask, tl.where(y{0} == n{0}, 1.0, tl.exp(y{0} - n{0})), 0.0)",
+                            m, s));
           }
           body.push_back(fmt::format("a{0} = n{0}", m));
         }
@@ -252,11 +252,11 @@ KernelCode row(const Graph& g, const KernelGroup& G, const std::string& name, co
           // The sum was taken against M: times exp(M - T) where the shift T is not M (logsumexp's
           // where M is infinite); where T is M and infinite, exp(x - T) is NaN somewhere, so is
           // the two-pass sum.
-          const std::string nan = fmt::format(
-              "tl.where(tl.abs(p{0}) == float(\"inf\"), float(\"nan\"), p{1})", m, s);
+          const std::string nan =
+              fmt::format("tl.where(tl.abs(p{0}) == float(\"inf\"), float(\"nan\"), p{1})", m, s);
           if (t != m)
-            post.push_back(fmt::format("p{1} = tl.where(p{0} == p{2}, {3}, p{1} * tl.exp(p{0} - p{2}))",
-                                       m, s, t, nan));
+            post.push_back(fmt::format(
+                "p{1} = tl.where(p{0} == p{2}, {3}, p{1} * tl.exp(p{0} - p{2}))", m, s, t, nan));
           else
             fin.push_back(fmt::format("p{} = {}", s, nan));
           perrow_known[s] = true;

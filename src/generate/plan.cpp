@@ -471,8 +471,7 @@ class Planner {
       const Node* d = e && e->args.size() == 1 ? producer(e->args[0].value, "sub") : nullptr;
       if (!d || d->args.size() != 2 || d->args[0].value < 0 || d->args[1].value < 0) continue;
       const int y = d->args[0].value, t = d->args[1].value;
-      if (G.cls.at(d->out) != Cls::kRow || !G.produces(t) || G.cls.at(t) != Cls::kPerRow)
-        continue;
+      if (G.cls.at(d->out) != Cls::kRow || !G.produces(t) || G.cls.at(t) != Cls::kPerRow) continue;
       int m = t;
       if (const Node* sel = producer(t, "select");
           sel && sel->args.size() == 3 && sel->args[1].value >= 0 && sel->args[2].value < 0)

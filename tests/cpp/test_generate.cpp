@@ -19,11 +19,7 @@ using ok::testing::kRoot;
 using ok::testing::kSkills;
 using ok::testing::must;
 
-json node(const std::string& name, const std::string& op, json args, json shape,
-          json kwargs = json::object(), const std::string& dtype = "float32") {
-  return {{"name", name},     {"op", op},       {"args", args},
-          {"kwargs", kwargs}, {"shape", shape}, {"dtype", dtype}};
-}
+using ok::testing::node;
 
 json graph(json inputs, json nodes, const std::string& out, json attrs = json::array()) {
   return {{"traceable", true},

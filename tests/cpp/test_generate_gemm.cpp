@@ -160,7 +160,9 @@ TEST(GenerateGemm, LinearsTheLoweringCannotGenerateSayWhy) {
     json attrs = json::array();
     const std::string pre = module ? "fc." : "";
     if (weight_attr)
-      attrs.push_back({{"name", pre + "weight"}, {"shape", {5, w_in}}, {"dtype", "float32"},
+      attrs.push_back({{"name", pre + "weight"},
+                       {"shape", {5, w_in}},
+                       {"dtype", "float32"},
                        {"kind", "parameter"}});
     attrs.push_back(
         {{"name", pre + "bias"}, {"shape", {bias}}, {"dtype", "float32"}, {"kind", "parameter"}});
@@ -169,19 +171,20 @@ TEST(GenerateGemm, LinearsTheLoweringCannotGenerateSayWhy) {
       args.push_back({{"attr", "weight"}});
       args.push_back({{"attr", "bias"}});
     }
-    return json{{"traceable", true},
-                {"reason", nullptr},
-                {"inputs", {{{"name", "x"}, {"index", 0}, {"shape", {4, 8}}, {"dtype", "float32"}}}},
-                {"attrs", attrs},
-                {"nodes",
-                 {{{"name", "y"},
-                   {"op", module ? "module" : "linear"},
-                   {"args", args},
-                   {"kwargs", module ? json{{"target", "fc"}, {"type", "Linear"}} : json::object()},
-                   {"shape", {4, 5}},
-                   {"dtype", "float32"}}}},
-                {"outputs", {{{"node", "y"}}}},
-                {"module_types", module ? json{{"fc", "Linear"}} : json::object()}};
+    return json{
+        {"traceable", true},
+        {"reason", nullptr},
+        {"inputs", {{{"name", "x"}, {"index", 0}, {"shape", {4, 8}}, {"dtype", "float32"}}}},
+        {"attrs", attrs},
+        {"nodes",
+         {{{"name", "y"},
+           {"op", module ? "module" : "linear"},
+           {"args", args},
+           {"kwargs", module ? json{{"target", "fc"}, {"type", "Linear"}} : json::object()},
+           {"shape", {4, 5}},
+           {"dtype", "float32"}}}},
+        {"outputs", {{{"node", "y"}}}},
+        {"module_types", module ? json{{"fc", "Linear"}} : json::object()}};
   };
   auto reason = [](const json& ir) {
     Proposal p = must(ir, "cpu");

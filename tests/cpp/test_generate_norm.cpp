@@ -35,11 +35,7 @@ const ok::generate::Skills& skills() {
   return s;
 }
 
-json node(const std::string& name, const std::string& op, json args, json shape,
-          json kwargs = json::object()) {
-  return {{"name", name},     {"op", op},       {"args", args},
-          {"kwargs", kwargs}, {"shape", shape}, {"dtype", "float32"}};
-}
+using ok::testing::node;
 
 json ir(json inputs, json nodes, const std::string& out, json attrs = json::array()) {
   return {{"traceable", true},

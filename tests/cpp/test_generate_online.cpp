@@ -18,6 +18,7 @@ using nlohmann::json;
 using ok::testing::fixture;
 using ok::testing::lowered;
 using ok::testing::must;
+using ok::testing::node;
 using ok::testing::single_node;
 
 // The online pairs of the plan's row groups: (sum, max, shift), the shift -1 where it is the max.
@@ -73,24 +74,11 @@ TEST(GenerateOnline, PairsTheSumOfExpWithTheMaxOfTheSameRows) {
   // A sum of exp(x - max(x)) over other rows than the max's is no pair: the max over dim 0, the
   // sum over dim 1 (two row groups).
   json ir = single_node("amax", {{"dim", json::array({0})}, {"keepdim", true}}, {64, 48}, {1, 48});
-  ir["nodes"].push_back({{"name", "d"},
-                         {"op", "sub"},
-                         {"args", json::array({{{"input", "x"}}, {{"node", "y"}}})},
-                         {"kwargs", json::object()},
-                         {"shape", {64, 48}},
-                         {"dtype", "float32"}});
-  ir["nodes"].push_back({{"name", "e"},
-                         {"op", "exp"},
-                         {"args", json::array({{{"node", "d"}}})},
-                         {"kwargs", json::object()},
-                         {"shape", {64, 48}},
-                         {"dtype", "float32"}});
-  ir["nodes"].push_back({{"name", "s"},
-                         {"op", "sum"},
-                         {"args", json::array({{{"node", "e"}}})},
-                         {"kwargs", {{"dim", json::array({1})}, {"keepdim", false}}},
-                         {"shape", {64}},
-                         {"dtype", "float32"}});
+  ir["nodes"].push_back(
+      node("d", "sub", json::array({{{"input", "x"}}, {{"node", "y"}}}), {64, 48}));
+  ir["nodes"].push_back(node("e", "exp", json::array({{{"node", "d"}}}), {64, 48}));
+  ir["nodes"].push_back(node("s", "sum", json::array({{{"node", "e"}}}), {64},
+                             {{"dim", json::array({1})}, {"keepdim", false}}));
   ir["outputs"] = json::array({{{"node", "s"}}});
   EXPECT_TRUE(pairs(ir).empty());
 }

@@ -1,7 +1,8 @@
 // Fixtures of the builtin generator's tests (test_generate*.cpp): the source root, data/skills,
 // a minimal reference program, the graph IRs under tests/fixtures/generate by name, must(), which
 // proposes candidates and fails the current test (returning an empty Proposal) on an error, run()
-// (a shell command's status), cuda_source() (a CUDA candidate's kernels), nvcc_compile(), and
+// (a shell command's status), node() and single_node() (hand-written IR nodes and graphs),
+// cuda_source() (a CUDA candidate's kernels), nvcc_compile(), and
 // expect_supported_without_vendor(), every fixture of a family on every backend, and
 // expect_triton_parses() / expect_cuda_compiles(), its first Triton and CUDA candidates checked.
 // Needs OPENKERNEL_TEST_SOURCE_ROOT defined by the test target. Tests only; thread-safe (no state).
@@ -106,6 +107,14 @@ inline generate::Graph lowered(const nlohmann::json& ir) {
   if (!l) return {};
   EXPECT_EQ(l->unsupported, "");
   return l->graph;
+}
+
+// One IR node `name` = `op`(args) {kwargs} of `shape` and `dtype`.
+inline nlohmann::json node(const std::string& name, const std::string& op, nlohmann::json args,
+                           nlohmann::json shape, nlohmann::json kwargs = nlohmann::json::object(),
+                           const std::string& dtype = "float32") {
+  return {{"name", name},     {"op", op},       {"args", args},
+          {"kwargs", kwargs}, {"shape", shape}, {"dtype", dtype}};
 }
 
 // An IR of one float32 node `op` {kwargs} over the input x of shape `in`, giving `out`.
