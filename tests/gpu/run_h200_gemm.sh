@@ -6,11 +6,13 @@
 # stays resumable) before DEADLINE seconds, so the call returns with everything under $OUT; carry
 # STATE back (state.tgz) to continue where it stopped.
 #   BACKENDS="triton cuda" PROBLEMS=1-18 ITERATIONS=4 DEADLINE=540 tests/gpu/run_h200_gemm.sh
-# Another family's script sets FAMILY (file names) and PROBLEMS and runs this one.
-# Results in $OUT: level1_<family>_<backend>_builtin.tsv, score_<backend>.{json,txt},
+# Another family's script sets FAMILY (file names) and PROBLEMS and runs this one; LEVEL (default 1)
+# picks the KernelBench level, e.g. LEVEL=2 FAMILY=l2 PROBLEMS=1-100 for the level-2 sweep.
+# Results in $OUT: level<LEVEL>_<family>_<backend>_builtin.tsv, score_<backend>.{json,txt},
 # compare_<backend>.md, runs.txt, sweep-<backend>.err, state.tgz, gpu.txt (device, versions).
 set -uo pipefail
 OUT=${OUT:-/tmp/openkernel-gpu}
+LEVEL=${LEVEL:-1}
 FAMILY=${FAMILY:-gemm}  # names the state folder and the TSVs (run_h200_conv.sh: conv, run_h200_window.sh: window)
 STATE=${STATE:-$PWD/.device/$FAMILY-state}
 mkdir -p "$OUT" "$STATE"
@@ -25,11 +27,11 @@ python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", tr
   >> "$OUT/gpu.txt" 2>&1
 
 for backend in ${BACKENDS:-triton cuda}; do
-  tsv=$STATE/level1_${FAMILY}_${backend}_builtin.tsv
+  tsv=$STATE/level${LEVEL}_${FAMILY}_${backend}_builtin.tsv
   left=$((deadline - $(date +%s)))
   [ "$left" -gt 30 ] || break
   t0=$(date +%s)
-  timeout -s INT -k 60 "$left" "$BIN" sweep --level 1 --problems "${PROBLEMS:-1-18}" \
+  timeout -s INT -k 60 "$left" "$BIN" sweep --level "$LEVEL" --problems "${PROBLEMS:-1-18}" \
     --kernelbench-dir "$KB" --backend "$backend" --model builtin \
     --iterations "${ITERATIONS:-4}" --trials "${TRIALS:-3}" \
     --timing-budget "${TIMING_BUDGET:-1}" --output "$tsv" --db "$STATE/sweep.db" --json \
