@@ -32,7 +32,8 @@ from .candidate_process import (EARLY, MAX_BUILDS_PER_LOAD, SPARE, CandidateDied
 from .compare import dtype_name, flatten
 from .options import (BACKENDS, CUDA_GRAPH_MODES, GRAPH_AUTO_US, REST_AUTO_US,
                       REST_MODES, BadInput, EnvironmentProblem, Options, Outcome, TimedBlock,
-                      cache_root_of, candidate_env_of, launch_key_of, resolve_device)
+                      cache_root_of, candidate_env_of, launch_key_of, resolve_device,
+                      tensor_nbytes)
 from .problem import (Reference, SourceDefect, build_reference, load_reference, make_inputs,
                       read_source)
 from .timing_series import EventSeries, GraphSeries, graph_wanted, rested_wanted
@@ -89,6 +90,7 @@ class Evaluation:
         self.trial_signature: list[Any] | None = None  # the trial inputs' (all alike), or None
         self.ping_us: float | None = None  # the candidate's round trip, before timing
         self.flush_cpu_us = 0.0  # the cache flush's CPU time (CPU device), before timing
+        self.output_bytes = 0  # the largest reference output a trial saw (sizes timing pools)
 
     def cache_root(self) -> str:
         return cache_root_of(self.opts)
@@ -375,6 +377,7 @@ class Evaluation:
             if trial == 0 or self.trial_signature != sig:
                 self.trial_signature = sig if trial == 0 else None  # the floor's counts fit?
             expected = self._expected(ref_model, seed, inputs)
+            self.output_bytes = max(self.output_bytes, tensor_nbytes(expected))
             reply = self._ask({"op": "run", "seed": seed}, f"correctness trial {trial + 1}")
             if reply is None:
                 return False

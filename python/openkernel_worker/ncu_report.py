@@ -58,6 +58,16 @@ DRAM_BYTES_SPLIT = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 FLOP_COUNTS = {precision: tuple((f"smsp__sass_thread_inst_executed_op_{precision}{op}_pred_on.sum",
                                  2 if op == "fma" else 1) for op in ("add", "mul", "fma"))
                for precision in ("h", "f", "d")}
+# ncu's sections (what the deep tier asks for) give these counts as rates, not sums: then a count
+# is a rate times the kernel's elapsed SM sub-partition cycles (instructions per cycle) or its
+# duration (bytes per second), as ncu's own roofline chart derives it. On an H100 the FLOPs so
+# derived for a 4096-square fp32 GEMM are 2 x 4096^3 to 0.01%.
+PER_CYCLE = ".per_cycle_elapsed"
+SMSP_CYCLES = "smsp__cycles_elapsed.avg"
+SMSP_CLOCK = "smsp__cycles_elapsed.avg.per_second"
+DRAM_RATE = "dram__bytes.sum.per_second"
+# Register spills as the sections count them (SASS instructions; local arrays not included).
+SPILL_INSTS = "sass__inst_executed_register_spilling"
 # Occupancy limiters: blocks per SM each resource allows; the smallest limits.
 LIMITERS = {"registers": "launch__occupancy_limit_registers",
             "shared_memory": "launch__occupancy_limit_shared_mem",
@@ -212,24 +222,51 @@ def _stalls(r: _Row) -> list[dict[str, Any]]:
     return found[:TOP_STALLS]
 
 
-def _flops(r: _Row) -> float | None:
+def _smsp_cycles(r: _Row, duration_s: float | None) -> float | None:
+    if r.has(SMSP_CYCLES):
+        return r.get(SMSP_CYCLES)
+    clock = r.get(SMSP_CLOCK)
+    return clock * duration_s if clock is not None and duration_s else None
+
+
+def _flops(r: _Row, duration_s: float | None) -> float | None:
+    """FLOPs from the counts, else from their per-cycle rates (PER_CYCLE)."""
     total, seen = 0.0, False
     for ops in FLOP_COUNTS.values():
         for name, weight in ops:
             v = r.get(name)
             if v is not None:
                 total, seen = total + weight * v, True
+    if seen:
+        return total
+    cycles = _smsp_cycles(r, duration_s)
+    for ops in FLOP_COUNTS.values() if cycles is not None else ():
+        for name, weight in ops:
+            rate = r.get(name + PER_CYCLE)
+            if rate is not None:
+                total, seen = total + weight * rate * cycles, True
     if not seen:
         r.missing.append(FLOP_COUNTS["f"][2][0])
     return total if seen else None
 
 
+def _dram_bytes(r: _Row, duration_s: float | None) -> float | None:
+    """DRAM bytes from the count, its read and write parts, else its rate times the duration."""
+    if any(r.has(n) for n in DRAM_BYTES):
+        return r.first(DRAM_BYTES)
+    split = r.total(DRAM_BYTES_SPLIT, note=False)
+    if split is not None:
+        return split
+    rate = r.get(DRAM_RATE)
+    if rate is not None and duration_s:
+        return rate * duration_s
+    r.missing.append(DRAM_BYTES[0])
+    return None
+
+
 def _roofline(r: _Row, duration_s: float | None) -> dict[str, Any]:
-    flops = _flops(r)
-    dram = r.first(DRAM_BYTES) if any(r.has(n) for n in DRAM_BYTES) else \
-        r.total(DRAM_BYTES_SPLIT, note=False)
-    if dram is None:
-        r.missing.append(DRAM_BYTES[0])
+    flops = _flops(r, duration_s)
+    dram = _dram_bytes(r, duration_s)
     out: dict[str, Any] = {"flops": flops, "dram_bytes": dram,
                            "intensity_flop_per_byte": (flops / dram if flops is not None and dram
                                                        else None),
@@ -255,6 +292,9 @@ def _spills(r: _Row) -> dict[str, Any]:
     insts = r.total(LOCAL_INSTS, note=False)
     if insts is not None:
         return {"local_instructions": insts, "spilling": insts > 0}
+    spills = r.get(SPILL_INSTS)
+    if spills is not None:
+        return {"spill_instructions": spills, "spilling": spills > 0}
     r.missing.append(LOCAL_BYTES[0])
     return {"spilling": None}
 
@@ -293,6 +333,8 @@ def raw_metric_names() -> list[str]:
     """Every raw metric the curated set reads (for `--metrics` beside the sections)."""
     names = [n for group in METRICS.values() for n in group]
     names += [*DURATION, *SHARED_PER_BLOCK, SHARED_DRIVER, *LOCAL_BYTES, *LOCAL_INSTS, *DRAM_BYTES,
-              *DRAM_BYTES_SPLIT, *LIMITERS.values()]
-    names += [n for ops in FLOP_COUNTS.values() for n, _ in ops]
+              *DRAM_BYTES_SPLIT, DRAM_RATE, SMSP_CYCLES, SMSP_CLOCK, SPILL_INSTS,
+              *LIMITERS.values()]
+    names += [n + suffix for ops in FLOP_COUNTS.values() for n, _ in ops
+              for suffix in ("", PER_CYCLE)]
     return list(dict.fromkeys(names))

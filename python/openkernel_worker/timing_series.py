@@ -38,6 +38,7 @@ class Evaluating(Protocol):
     cand: CandidateProcess | None
     ping_us: float | None
     flush_cpu_us: float
+    output_bytes: int
 
     def _ask(self, message: dict[str, Any], what: str) -> dict[str, Any] | None: ...
     def _ask_soft(self, message: dict[str, Any],
@@ -94,10 +95,19 @@ def graph_wanted(opts: Options, device: str, out: Outcome, result: dict[str, Any
     return not (opts.cuda_graph == "auto" and not (median and median < GRAPH_AUTO_US))
 
 
+# The eager pool's memory on the CPU (inputs and outputs of every entry); a GPU's is 8% of its free
+# memory.
+CPU_POOL_BYTES = 256 << 20
+
+
 def per_set_bytes(ev: Evaluating) -> int:
-    """The bytes of one input set, from a probe made and dropped at once."""
+    """The larger of one input set's bytes (a probe made and dropped at once) and one forward's
+    outputs (the largest the correctness trials saw): each pool entry holds an input set and,
+    while a block is checked, its outputs, on both sides. Outputs can dwarf the inputs (a GEMM
+    with a small K: 16 MB in, 4 GiB out), and a pool sized by its inputs alone filled an
+    80 GB device."""
     probe = make_inputs(ev.ref.module, 0, ev.device)
-    per_set = max(tensor_nbytes(probe), 1)
+    per_set = max(tensor_nbytes(probe), ev.output_bytes, 1)
     del probe
     return per_set
 
@@ -167,7 +177,7 @@ class EventSeries:
         if ev.device != "cpu":
             budget = torch.cuda.mem_get_info(torch.device(ev.device))[0] * 0.08
         else:
-            budget = 256 << 20
+            budget = CPU_POOL_BYTES
         self.pool_size = int(max(1, min(8, budget // (2 * per_set))))
         self.pool = new_pool(ev, self.pool_size)
         self.flush = timing.flush_buffer(ev.device)

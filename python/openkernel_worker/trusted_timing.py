@@ -117,8 +117,11 @@ def time_in_worker(fn: Any, module: Any, device: str, rng: Random, mode: str, bu
     import torch
 
     probe = make_inputs(module, 0, device)
-    per_set = max(tensor_nbytes(probe), 1)
-    del probe
+    with torch.no_grad():  # a first call (a warm-up too): its outputs size the pool as well
+        outputs = flatten(fn(*probe))
+    timing.synchronize(device)
+    per_set = max(tensor_nbytes(probe), tensor_nbytes(outputs), 1)
+    del probe, outputs
     if device.startswith("cuda"):
         free = torch.cuda.mem_get_info(torch.device(device))[0]
     else:

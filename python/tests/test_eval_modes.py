@@ -166,3 +166,99 @@ def test_fingerprint_notices_mutation() -> None:
     assert refcache.fingerprint([x, 3]) == before
     x[5] += 1.0
     assert refcache.fingerprint([x, 3]) != before
+
+
+# Outputs 256 times larger than the inputs (a GEMM with a small K, like KernelBench level1/7):
+# 2 x 8 KB in, 1 MiB out per forward.
+WIDE_OUTPUT_REFERENCE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(512, 4), torch.randn(4, 512)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+WIDE_OUTPUT_CANDIDATE = """
+import ctypes
+
+import torch
+import torch.nn as nn
+
+from openkernel_worker.native import compile_cpp, ptr
+
+_lib = compile_cpp(r\"\"\"
+#include <cstdint>
+extern "C" void small_k_gemm(const float* a, const float* b, float* c, int64_t m, int64_t k,
+                             int64_t n) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float s = 0.0f;
+      for (int64_t p = 0; p < k; ++p) s += a[i * k + p] * b[p * n + j];
+      c[i * n + j] = s;
+    }
+}
+\"\"\", name="small_k_gemm")
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        a, b = a.contiguous(), b.contiguous()
+        m, k = a.shape
+        n = b.shape[1]
+        c = torch.empty(m, n)
+        _lib.small_k_gemm(ptr(a), ptr(b), ptr(c), ctypes.c_int64(m), ctypes.c_int64(k),
+                          ctypes.c_int64(n))
+        return c
+"""
+
+
+def test_timing_pool_is_sized_by_outputs_too(write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eager pool keeps an input set and its outputs per entry on both sides: sized by the
+    larger of the two (on an 80 GB GPU, eight 4 GiB outputs a side once filled the device). The
+    CPU's pool budget (256 MiB) scaled down to 8 MiB: 8 MiB // (2 x 1 MiB) = 4 entries,
+    where the inputs alone (16 KB) would allow the cap of 8."""
+    ref = write("reference.py", WIDE_OUTPUT_REFERENCE)
+    cand = write("cand.py", WIDE_OUTPUT_CANDIDATE)
+    import openkernel_worker.timing_series as series
+
+    monkeypatch.setattr(series, "CPU_POOL_BYTES", 8 << 20)
+    r = run(ref, cand, seed=7)
+    assert r["verdict"] == "correct", r["reasons"]
+    assert r["timing"]["mode"] == "events"
+    assert r["timing"]["pool_size"] == 4
+
+
+def test_trusted_timing_pool_is_sized_by_outputs_too(write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for a trusted callable timed in the worker (the torch.compile and eager
+    baselines): its first call's outputs count."""
+    from random import Random
+
+    from openkernel_worker import trusted_timing
+    from openkernel_worker.problem import load_reference
+
+    ref = load_reference(write("reference.py", WIDE_OUTPUT_REFERENCE), {},
+                         module_name="openkernel_wide_output_reference")
+    seen: list[int] = []
+    real = timing.graph_pool_size
+
+    def spy(per_set: int, free: float, cap: int = 16) -> int:
+        seen.append(per_set)
+        return real(per_set, free, cap)
+
+    monkeypatch.setattr(timing, "graph_pool_size", spy)
+    opts = Options.from_request({"reference": "r.py", "candidate": "c.py", "backend": "cpu",
+                                 "timing_budget_s": 0.2, "min_timing_samples": 3})
+    out = trusted_timing.time_in_worker(ref.module.Model(), ref.module, "cpu", Random(3),
+                                        "events", 0.2, opts)
+    assert out["runtime_us"]["n"] > 0
+    assert seen == [512 * 512 * 4]  # the output's bytes, not the inputs' 2 x 8 KB

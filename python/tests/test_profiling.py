@@ -137,6 +137,29 @@ def test_real_pages_of_one_kernel_agree() -> None:
     assert compared >= 10
 
 
+def test_roofline_and_spills_from_the_sections_rates() -> None:
+    """The deep tier's sections give FLOP and DRAM counts only as rates: the roofline is derived
+    from them (rate x elapsed cycles, rate x duration), checked against what the kernels must do.
+    Pages recorded on an H100 (ncu 2025.3.1): the builtin Triton fp32 GEMM of KernelBench level1/1
+    (4096 square: 2 x 4096^3 FLOPs, at least A, B and C through DRAM) and the ReLU of level1/19
+    (4096 x 393216 fp32 read and written once, no FLOP)."""
+    gemm = [ncu_report.parse_raw((DATA / f"h100_gemm_{page}_raw.csv").read_text())[0]
+            for page in ("report", "cli")]
+    for k in gemm:
+        roof = k["roofline"]
+        assert roof["flops"] == pytest.approx(2 * 4096**3, rel=1e-3)
+        assert 3 * 4096 * 4096 * 4 <= roof["dram_bytes"] <= 10 * 3 * 4096 * 4096 * 4
+        assert roof["intensity_flop_per_byte"] == pytest.approx(roof["flops"] / roof["dram_bytes"])
+        assert roof["flops_per_s"] == pytest.approx(roof["flops"] / (k["duration_us"] * 1e-6))
+        assert k["local_memory"] == {"spill_instructions": 0.0, "spilling": False}
+        assert k["missing"] == []
+    assert gemm[0]["roofline"]["dram_bytes"] == pytest.approx(gemm[1]["roofline"]["dram_bytes"],
+                                                              rel=0.05)
+    relu = ncu_report.parse_raw((DATA / "h100_relu_report_raw.csv").read_text())[0]
+    assert relu["roofline"]["flops"] == 0.0
+    assert relu["roofline"]["dram_bytes"] == pytest.approx(2 * 4096 * 393216 * 4, rel=0.01)
+
+
 def test_every_raw_metric_of_the_real_pages_agrees_in_base_units() -> None:
     """All of the two H100 pages' raw metrics, scaled by their own units, agree within 5% (or
     within the command line's print precision, two decimals): the evidence for the unit rules.
