@@ -4,7 +4,10 @@
 # calls. Run from the repo root on the GPU machine after scripts/bundle-device.sh. STATE holds the
 # results TSVs, the problem folders and the store; a sweep is stopped with SIGINT (every session
 # stays resumable) before DEADLINE seconds, so the call returns with everything under $OUT; carry
-# STATE back (state.tgz) to continue where it stopped.
+# STATE back (state.tgz) to continue where it stopped. The whole level-1 sweep's state as of the
+# last session is committed: mkdir -p /tmp/l1-state && tar -xzf
+# bench/results/state/h100_level1_builtin_sweep_state.tgz -C /tmp/l1-state, then STATE=/tmp/l1-state
+# FAMILY=l1 PROBLEMS=1-100 (its TSVs are level1_l1_<backend>_builtin.tsv).
 #   BACKENDS="triton cuda" PROBLEMS=1-18 ITERATIONS=4 DEADLINE=540 tests/gpu/run_h200_gemm.sh
 # Another family's script sets FAMILY (file names) and PROBLEMS and runs this one; LEVEL (default 1)
 # picks the KernelBench level, e.g. LEVEL=2 FAMILY=l2 PROBLEMS=1-100 for the level-2 sweep.
