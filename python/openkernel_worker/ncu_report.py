@@ -240,13 +240,18 @@ def _flops(r: _Row, duration_s: float | None) -> float | None:
     if seen:
         return total
     cycles = _smsp_cycles(r, duration_s)
-    for ops in FLOP_COUNTS.values() if cycles is not None else ():
-        for name, weight in ops:
-            rate = r.get(name + PER_CYCLE)
+    if cycles is None:
+        r.missing.append(SMSP_CYCLES)
+        return None
+    for precision, ops in FLOP_COUNTS.items():
+        rates = [(r.get(name + PER_CYCLE), weight) for name, weight in ops]
+        if all(rate is None for rate, _ in rates):
+            # not counted (the sections have no half-precision rates): the FLOPs leave it out
+            r.missing.append(ops[2][0] + PER_CYCLE)
+            continue
+        for rate, weight in rates:
             if rate is not None:
                 total, seen = total + weight * rate * cycles, True
-    if not seen:
-        r.missing.append(FLOP_COUNTS["f"][2][0])
     return total if seen else None
 
 
@@ -260,7 +265,7 @@ def _dram_bytes(r: _Row, duration_s: float | None) -> float | None:
     rate = r.get(DRAM_RATE)
     if rate is not None and duration_s:
         return rate * duration_s
-    r.missing.append(DRAM_BYTES[0])
+    r.missing.append(DRAM_BYTES[0] if rate is None else DURATION[0])
     return None
 
 

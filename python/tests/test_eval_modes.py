@@ -238,7 +238,8 @@ def test_timing_pool_is_sized_by_outputs_too(write, monkeypatch: pytest.MonkeyPa
     assert r["timing"]["pool_size"] == 4
 
 
-def test_trusted_timing_pool_is_sized_by_outputs_too(write, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trusted_timing_pool_is_sized_by_outputs_too(write,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The same for a trusted callable timed in the worker (the torch.compile and eager
     baselines): its first call's outputs count."""
     from random import Random

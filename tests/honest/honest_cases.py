@@ -93,4 +93,7 @@ CASES: dict[str, HonestCase] = {
     "triton_gemm_named": HonestCase(
         "ref_matmul_fp16.py", "cand_triton_gemm_named.py", "triton", "triton",
         "tl.dot matmul whose kernel is named gemm_kernel (a library-like name)"),
+    "triton_wide_output": HonestCase(
+        "ref_matmul_small_k_fp16.py", "cand_triton_gemm_named.py", "triton", "triton",
+        "the same tl.dot matmul with K = 32: outputs 700 times the inputs (4.5 GiB a forward)"),
 }
