@@ -11,7 +11,7 @@
 #               so the counted evaluations below hit the build cache          (240 s)
 #   2. direct   every GPU case without the engine, 8 at a time (builds in parallel): tells a
 #               wrong kernel from a wrong verdict                          (300 s)
-#   3. triton   the Triton cases (6 evaluations)                           (300 s)
+#   3. triton   the Triton cases (7 evaluations)                           (300 s)
 #   4. cuda_a   legacy stream, AT_DISPATCH (fp32/fp16/bf16), PTX (3 builds, 5 evaluations) (540 s)
 #   5. cuda_b   int64 gather, bf16, conv epilogue, shared-memory softmax (4 builds, 4 evaluations)
 #                                                                          (540 s)
