@@ -32,8 +32,7 @@ from .candidate_process import (EARLY, MAX_BUILDS_PER_LOAD, SPARE, CandidateDied
 from .compare import dtype_name, flatten
 from .options import (BACKENDS, CUDA_GRAPH_MODES, GRAPH_AUTO_US, REST_AUTO_US,
                       REST_MODES, BadInput, EnvironmentProblem, Options, Outcome, TimedBlock,
-                      cache_root_of, candidate_env_of, launch_key_of, resolve_device,
-                      tensor_nbytes)
+                      cache_root_of, candidate_env_of, launch_key_of, resolve_device)
 from .problem import (Reference, SourceDefect, build_reference, load_reference, make_inputs,
                       read_source)
 from .timing_series import EventSeries, GraphSeries, graph_wanted, rested_wanted
@@ -377,7 +376,7 @@ class Evaluation:
             if trial == 0 or self.trial_signature != sig:
                 self.trial_signature = sig if trial == 0 else None  # the floor's counts fit?
             expected = self._expected(ref_model, seed, inputs)
-            self.output_bytes = max(self.output_bytes, tensor_nbytes(expected))
+            self.output_bytes = max(self.output_bytes, refcache.values_nbytes(expected))
             reply = self._ask({"op": "run", "seed": seed}, f"correctness trial {trial + 1}")
             if reply is None:
                 return False
@@ -595,7 +594,6 @@ class Evaluation:
             "candidate": {"path": self.opts.candidate, "source": self.candidate_source,
                           "source_hash": self.candidate_hash},
         }
-
 
 
 def evaluate(req: dict[str, Any]) -> dict[str, Any]:
