@@ -46,6 +46,12 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
     if (cdiv(gm.m, bm) == 1 && p.at("GROUP_M") != s.params["GROUP_M"][0]) return false;
     const int64_t tiles = cdiv(gm.m, bm) * cdiv(gm.n, bn) * gm.batch;
     if (sk > 1 && (epilogue || gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
+    // PAD copies misaligned operands into aligned, zero-padded buffers (pad_operands): only
+    // where a leading dimension is misaligned; preferred once the product dwarfs the copies.
+    if (p.value("PAD", 0) == 1) {
+      if (!gemm_misaligned(gm)) return false;
+      if (gm.batch * gm.m * gm.n * gm.k >= (int64_t{1} << 24)) score -= 2;
+    }
     double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
     score += 2 * log2_distance(sk, ideal_split);
     score += log2_distance(at("num_warps"), std::clamp(bm * bn / 2048.0, 2.0, 8.0));
@@ -61,6 +67,10 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
   if ((bm + bn) * bk * 4 > 48 * 1024) return false;  // static shared memory
   score += log2_distance(static_cast<double>(threads), 256.0);
   return true;
+}
+
+bool gemm_misaligned(const Gemm& gm) {
+  return (gm.trans_a ? gm.m : gm.k) % 4 != 0 || (gm.trans_b ? gm.k : gm.n) % 4 != 0;
 }
 
 namespace {
@@ -163,6 +173,51 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
   return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n", launch};
 }
 
+// PAD (gemm_misaligned operands): an operand is copied into a zeroed buffer whose K extent is a
+// whole number of K steps (BLOCK_K x SPLIT_K) and whose contiguous extent is a multiple of 16, so
+// rows start 16-byte aligned and the K loop runs unmasked; one whose leading dimension is aligned
+// is copied only when K grows (the loop then reads its zero tail). Adds the copies to `launch`,
+// the buffers' strides to `ctx`; returns the padded K. The zeros and copies are data movement (no
+// compute op), O(MK + KN) against the product's O(MNK).
+int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, json& ctx,
+                     std::vector<std::string>& launch) {
+  const Gemm& gm = n.gemm;
+  const int64_t kp = cdiv(gm.k, step) * step;
+  auto s = [](int64_t v) { return std::to_string(v); };
+  auto round16 = [](int64_t v) { return cdiv(v, 16) * 16; };
+  // One operand stored [rows, cols] (cols contiguous) as [rows_p, cols_p]; returns its size.
+  auto copy = [&](int arg, bool batched, int64_t rows, int64_t cols, int64_t rows_p,
+                  int64_t cols_p) {
+    const std::string src = py_name(g, n.args[arg].value);
+    const std::string dst = fmt::format("_ok_p{}_{}", arg == 0 ? "a" : "b", index);
+    const std::string lead = batched ? fmt::format("{}, ", gm.batch) : "";
+    launch.push_back(
+        fmt::format("{} = _ok_torch.zeros(({}{}, {}), device={}.device, dtype={}.dtype)", dst, lead,
+                    rows_p, cols_p, src, src));
+    launch.push_back(fmt::format("{}[..., :{}, :{}].copy_({}.reshape({}{}, {}))", dst, rows, cols,
+                                 src, lead, rows, cols));
+    ctx[arg == 0 ? "a" : "b"] = dst;
+    return rows_p * cols_p;
+  };
+  // A as stored: [M, K], or transposed [K, M]; B: [K, N], or transposed [N, K].
+  const int64_t lda = gm.trans_a ? gm.m : gm.k, ldb = gm.trans_b ? gm.k : gm.n;
+  if (lda % 4 != 0 || kp != gm.k) {
+    const int64_t size = gm.trans_a ? copy(0, gm.batch_a, gm.k, gm.m, kp, round16(gm.m))
+                                    : copy(0, gm.batch_a, gm.m, gm.k, gm.m, kp);
+    ctx["sam"] = s(gm.trans_a ? 1 : kp);
+    ctx["sak"] = s(gm.trans_a ? round16(gm.m) : 1);
+    ctx["sab"] = s(gm.batch_a ? size : 0);
+  }
+  if (ldb % 4 != 0 || kp != gm.k) {
+    const int64_t size = gm.trans_b ? copy(1, gm.batch_b, gm.n, gm.k, gm.n, kp)
+                                    : copy(1, gm.batch_b, gm.k, gm.n, kp, round16(gm.n));
+    ctx["sbk"] = s(gm.trans_b ? 1 : round16(gm.n));
+    ctx["sbn"] = s(gm.trans_b ? kp : 1);
+    ctx["sbb"] = s(gm.batch_b ? size : 0);
+  }
+  return kp;
+}
+
 KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills, const json& p,
                   const KernelGroup* G) {
   const Gemm& gm = n.gemm;
@@ -173,9 +228,17 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
     ctx[k] = std::to_string(p.at(k).get<int>());
   const int64_t bm = p.at("BLOCK_M").get<int64_t>(), bn = p.at("BLOCK_N").get<int64_t>();
   const bool split = p.at("SPLIT_K").get<int>() > 1;
+  ctx["a"] = py_name(g, n.args[0].value);
+  ctx["b"] = py_name(g, n.args[1].value);
+  std::vector<std::string> padding;
+  const int64_t step = p.at("BLOCK_K").get<int64_t>() * p.at("SPLIT_K").get<int64_t>();
+  const bool padded = p.value("PAD", 0) == 1 && gemm_misaligned(gm);
+  const int64_t kp = padded ? pad_operands(g, n, index, step, ctx, padding) : gm.k;
+  ctx["even_k"] = kp % step == 0 ? "True" : "False";  // every K step whole: no K mask
   // Offsets within a batch or across one: int64 once they may pass int32 (masked lanes included).
-  const int64_t largest = std::max({gm.batch * gm.m * gm.k, gm.batch * gm.k * gm.n,
-                                    gm.batch * gm.m * gm.n, (gm.m + bm) * (gm.k + bn) * 2});
+  const int64_t round = padded ? 16 : 0;  // the padded buffers' extents
+  const int64_t largest = std::max({gm.batch * (gm.m + round) * kp, gm.batch * kp * (gm.n + round),
+                                    gm.batch * gm.m * gm.n, (gm.m + bm) * (kp + bn) * 2});
   ctx["cast"] = largest >= (int64_t{1} << 31) - (int64_t{1} << 24) ? ".to(tl.int64)" : "";
   add_triangle(ctx, gm,
                outside(gm, "pid_m * BLOCK_M", "pid_m * BLOCK_M + BLOCK_M - 1", "pid_n * BLOCK_N",
@@ -199,14 +262,13 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   ctx["extra_args"] = extra_args;
   ctx["epilogue"] = lines_at(e.lines, 4);
   ctx["out"] = py_name(g, e.stored);
-  ctx["a"] = py_name(g, n.args[0].value);
-  ctx["b"] = py_name(g, n.args[1].value);
   ctx["alloc"] = split ? "zeros" : "empty";
   ctx["shape"] = shape_str(g.values[e.stored].shape);
   ctx["device"] = py_name(g, n.args[0].value) + ".device";
   std::string device = render_skill(skills, "triton", "gemm", "prelude", json::object()) +
                        "\n\n\n" + render_skill(skills, "triton", "gemm", "kernel", ctx) + "\n";
   std::vector<std::string> launch = e.allocations(g, ctx["device"].get<std::string>(), false);
+  for (auto& l : padding) launch.push_back(std::move(l));
   for (auto& l : split_lines(render_skill(skills, "triton", "gemm", "launch", ctx)))
     launch.push_back(std::move(l));
   return {device, launch};

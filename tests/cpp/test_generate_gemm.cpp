@@ -2,6 +2,7 @@
 // reduced sizes in tests/fixtures/generate/gemm_problems.tsv, and attention, 97) lowered and
 // rendered on every backend; Triton sources parsed by Python, CUDA sources compiled by nvcc where
 // they exist.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -152,6 +153,63 @@ TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
   EXPECT_NE(k.candidates.at(0).source.find("tl.atomic_add"), std::string::npos);
 }
 
+// Rows that are not 16-byte aligned (level 1's problem 8: K = 2949, N = 5921; here 257 x 259 x
+// 263) are copied into zeroed, aligned buffers whose K is a whole number of K steps; the kernel
+// then reads the buffers' strides and its K loop runs unmasked. Aligned operands are never copied.
+TEST(GenerateGemm, MisalignedRowsArePaddedOnTriton) {
+  auto param = [](const ok::generate::GeneratedCandidate& c, const char* k) {
+    return c.params.at("triton-gemm").at(k).get<int64_t>();
+  };
+  Proposal odd = must(fixture("gemm_irregular_padded"), "triton", 0, 0);
+  ASSERT_TRUE(odd.supported) << odd.reason;
+  const auto& first = odd.candidates.at(0);
+  ASSERT_EQ(param(first, "PAD"), 1) << "over 2^24 multiply-adds the padded copy comes first";
+  const int64_t step = param(first, "BLOCK_K") * param(first, "SPLIT_K");
+  const int64_t kp = (259 + step - 1) / step * step;
+  const std::string fwd = forward_of(first.source);
+  EXPECT_NE(fwd.find(fmt::format("_ok_pa_0 = _ok_torch.zeros((257, {}), device=A.device", kp)),
+            std::string::npos)
+      << fwd;
+  EXPECT_NE(fwd.find("_ok_pa_0[..., :257, :259].copy_(A.reshape(257, 259))"), std::string::npos);
+  EXPECT_NE(fwd.find(fmt::format("_ok_pb_0 = _ok_torch.zeros(({}, 272)", kp)), std::string::npos);
+  EXPECT_NE(fwd.find("](_ok_pa_0, _ok_pb_0, "), std::string::npos);
+  EXPECT_NE(fwd.find("EVEN_K=True"), std::string::npos);
+  EXPECT_NE(first.source.find(fmt::format("offs_am[:, None] * {} + offs_k[None, :] * 1", kp)),
+            std::string::npos);
+  EXPECT_NE(first.source.find("offs_k[:, None] * 272 + offs_bn[None, :] * 1"), std::string::npos);
+  bool unpadded = false;
+  for (const auto& c : odd.candidates) unpadded |= param(c, "PAD") == 0;
+  EXPECT_TRUE(unpadded) << "the unpadded kernel stays in the space";
+  // Both transposed: A stored [K, M] becomes [Kp, 272], B stored [N, K] becomes [N, Kp].
+  // The product is node 2 (after the two transposes): its buffers are _ok_pa_2 and _ok_pb_2.
+  const Proposal tp = must(fixture("gemm_tab_padded"), "triton", 0, 1);
+  const auto& tab = tp.candidates.at(0);
+  ASSERT_EQ(param(tab, "PAD"), 1);
+  const int64_t tk = param(tab, "BLOCK_K") * param(tab, "SPLIT_K");
+  const int64_t tkp = (259 + tk - 1) / tk * tk;
+  EXPECT_NE(tab.source.find(fmt::format("_ok_pa_2 = _ok_torch.zeros(({}, 272)", tkp)),
+            std::string::npos)
+      << tab.source;
+  EXPECT_NE(tab.source.find("_ok_pa_2[..., :259, :257].copy_(A.reshape(259, 257))"),
+            std::string::npos);
+  EXPECT_NE(tab.source.find(fmt::format("_ok_pb_2 = _ok_torch.zeros((263, {})", tkp)),
+            std::string::npos);
+  EXPECT_NE(tab.source.find("offs_am[:, None] * 1 + offs_k[None, :] * 272"), std::string::npos);
+  EXPECT_NE(tab.source.find(fmt::format("offs_k[:, None] * 1 + offs_bn[None, :] * {}", tkp)),
+            std::string::npos);
+  // Small products keep the copies for later; aligned ones never get them, and K a whole number
+  // of steps (64 here) loads unmasked.
+  Proposal small = must(fixture("gemm_irregular"), "triton", 0, 0);
+  EXPECT_EQ(param(small.candidates.at(0), "PAD"), 0);
+  EXPECT_NE(small.candidates.at(0).source.find("EVEN_K=False"), std::string::npos);
+  for (const auto& c : must(fixture("gemm_square"), "triton", 0, 0).candidates) {
+    EXPECT_EQ(param(c, "PAD"), 0);
+    EXPECT_EQ(c.source.find("_ok_pa_"), std::string::npos);
+    const bool whole = 64 % (param(c, "BLOCK_K") * param(c, "SPLIT_K")) == 0;
+    EXPECT_NE(c.source.find(whole ? "EVEN_K=True" : "EVEN_K=False"), std::string::npos);
+  }
+}
+
 // Level 1's problem 97 as analyze writes F.scaled_dot_product_attention (docs/graph-ir.md,
 // "Attention"): Q [2, 3, 16, 8] times K transposed, scaled, a row softmax, times V.
 TEST(GenerateGemm, LinearsTheLoweringCannotGenerateSayWhy) {
@@ -231,7 +289,8 @@ TEST(GenerateGemm, TritonSourcesParseAsPython) {
   if (run("/usr/bin/python3 -c pass >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path dir = fs::temp_directory_path() / ("ok_gemm_ast_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  for (const char* name : {"gemm_tril", "gemm_large_k", "gemm_tab", "bmm", "attention"}) {
+  for (const char* name :
+       {"gemm_tril", "gemm_large_k", "gemm_tab", "bmm", "attention", "gemm_tab_padded"}) {
     const fs::path file = dir / (std::string(name) + ".py");
     std::ofstream(file) << must(fixture(name), "triton", 0, 1).candidates.at(0).source;
     EXPECT_EQ(run("/usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' " +
