@@ -50,7 +50,7 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
     // where a leading dimension is misaligned; preferred once the product dwarfs the copies.
     if (p.value("PAD", 0) == 1) {
       if (!gemm_misaligned(gm)) return false;
-      if (gm.batch * gm.m * gm.n * gm.k >= (int64_t{1} << 24)) score -= 2;
+      if (gm.batch * gm.m * gm.n * gm.k >= (int64_t{1} << 32)) score -= 2;
     }
     double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
     score += 2 * log2_distance(sk, ideal_split);
@@ -177,8 +177,10 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
 // whole number of K steps (BLOCK_K x SPLIT_K) and whose contiguous extent is a multiple of 16, so
 // rows start 16-byte aligned and the K loop runs unmasked; one whose leading dimension is aligned
 // is copied only when K grows (the loop then reads its zero tail). Adds the copies to `launch`,
-// the buffers' strides to `ctx`; returns the padded K. The zeros and copies are data movement (no
-// compute op), O(MK + KN) against the product's O(MNK).
+// the buffers' strides to `ctx`, and wraps the tile offsets along a buffer's contiguous extent at
+// its padded size, a multiple of 16 (a wrap at an odd N leaves Triton no contiguity to vectorize
+// the loads by: on the H100 problem 8 ran as slow padded as not); returns the padded K. The zeros
+// and copies are data movement (no compute op), O(MK + KN) against the product's O(MNK).
 int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, json& ctx,
                      std::vector<std::string>& launch) {
   const Gemm& gm = n.gemm;
@@ -207,6 +209,7 @@ int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, jso
     ctx["sam"] = s(gm.trans_a ? 1 : kp);
     ctx["sak"] = s(gm.trans_a ? round16(gm.m) : 1);
     ctx["sab"] = s(gm.batch_a ? size : 0);
+    if (gm.trans_a) ctx["wrap_m"] = s(round16(gm.m));
   }
   if (ldb % 4 != 0 || kp != gm.k) {
     const int64_t size = gm.trans_b ? copy(1, gm.batch_b, gm.n, gm.k, gm.n, kp)
@@ -214,6 +217,7 @@ int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, jso
     ctx["sbk"] = s(gm.trans_b ? 1 : round16(gm.n));
     ctx["sbn"] = s(gm.trans_b ? kp : 1);
     ctx["sbb"] = s(gm.batch_b ? size : 0);
+    if (!gm.trans_b) ctx["wrap_n"] = s(round16(gm.n));
   }
   return kp;
 }
@@ -230,6 +234,9 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   const bool split = p.at("SPLIT_K").get<int>() > 1;
   ctx["a"] = py_name(g, n.args[0].value);
   ctx["b"] = py_name(g, n.args[1].value);
+  // Tile offsets wrap at M and N, or at a padded buffer's contiguous extent (pad_operands).
+  ctx["wrap_m"] = ctx["M"];
+  ctx["wrap_n"] = ctx["N"];
   std::vector<std::string> padding;
   const int64_t step = p.at("BLOCK_K").get<int64_t>() * p.at("SPLIT_K").get<int64_t>();
   const bool padded = p.value("PAD", 0) == 1 && gemm_misaligned(gm);

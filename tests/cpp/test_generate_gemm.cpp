@@ -153,50 +153,62 @@ TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
   EXPECT_NE(k.candidates.at(0).source.find("tl.atomic_add"), std::string::npos);
 }
 
-// Rows that are not 16-byte aligned (level 1's problem 8: K = 2949, N = 5921; here 257 x 259 x
-// 263) are copied into zeroed, aligned buffers whose K is a whole number of K steps; the kernel
-// then reads the buffers' strides and its K loop runs unmasked. Aligned operands are never copied.
+// Rows that are not 16-byte aligned (level 1's problem 8: K = 2949, N = 5921; here 2053 x 1031
+// x 2051) are copied into zeroed, aligned buffers whose K is a whole number of K steps; the kernel
+// reads the buffers' strides, wraps its tile offsets at the padded contiguous extent (2051 -> 2064)
+// and runs its K loop unmasked. Aligned operands are never copied.
 TEST(GenerateGemm, MisalignedRowsArePaddedOnTriton) {
   auto param = [](const ok::generate::GeneratedCandidate& c, const char* k) {
     return c.params.at("triton-gemm").at(k).get<int64_t>();
   };
+  auto padded_k = [&](const ok::generate::GeneratedCandidate& c) {
+    const int64_t step = param(c, "BLOCK_K") * param(c, "SPLIT_K");
+    return (1031 + step - 1) / step * step;
+  };
   Proposal odd = must(fixture("gemm_irregular_padded"), "triton", 0, 0);
   ASSERT_TRUE(odd.supported) << odd.reason;
   const auto& first = odd.candidates.at(0);
-  ASSERT_EQ(param(first, "PAD"), 1) << "over 2^24 multiply-adds the padded copy comes first";
-  const int64_t step = param(first, "BLOCK_K") * param(first, "SPLIT_K");
-  const int64_t kp = (259 + step - 1) / step * step;
+  ASSERT_EQ(param(first, "PAD"), 1) << "from 2^32 multiply-adds the padded copy comes first";
+  const int64_t kp = padded_k(first);
   const std::string fwd = forward_of(first.source);
-  EXPECT_NE(fwd.find(fmt::format("_ok_pa_0 = _ok_torch.zeros((257, {}), device=A.device", kp)),
+  EXPECT_NE(fwd.find(fmt::format("_ok_pa_0 = _ok_torch.zeros((2053, {}), device=A.device", kp)),
             std::string::npos)
       << fwd;
-  EXPECT_NE(fwd.find("_ok_pa_0[..., :257, :259].copy_(A.reshape(257, 259))"), std::string::npos);
-  EXPECT_NE(fwd.find(fmt::format("_ok_pb_0 = _ok_torch.zeros(({}, 272)", kp)), std::string::npos);
+  EXPECT_NE(fwd.find("_ok_pa_0[..., :2053, :1031].copy_(A.reshape(2053, 1031))"),
+            std::string::npos);
+  EXPECT_NE(fwd.find(fmt::format("_ok_pb_0 = _ok_torch.zeros(({}, 2064)", kp)), std::string::npos);
   EXPECT_NE(fwd.find("](_ok_pa_0, _ok_pb_0, "), std::string::npos);
   EXPECT_NE(fwd.find("EVEN_K=True"), std::string::npos);
   EXPECT_NE(first.source.find(fmt::format("offs_am[:, None] * {} + offs_k[None, :] * 1", kp)),
             std::string::npos);
-  EXPECT_NE(first.source.find("offs_k[:, None] * 272 + offs_bn[None, :] * 1"), std::string::npos);
+  EXPECT_NE(first.source.find("offs_k[:, None] * 2064 + offs_bn[None, :] * 1"), std::string::npos);
+  EXPECT_NE(first.source.find("tl.arange(0, BLOCK_M)) % 2053"), std::string::npos);
+  EXPECT_NE(first.source.find("tl.arange(0, BLOCK_N)) % 2064"), std::string::npos);
   bool unpadded = false;
-  for (const auto& c : odd.candidates) unpadded |= param(c, "PAD") == 0;
+  for (const auto& c : odd.candidates)
+    if (param(c, "PAD") == 0) {
+      unpadded = true;
+      EXPECT_NE(c.source.find("tl.arange(0, BLOCK_N)) % 2051"), std::string::npos);
+    }
   EXPECT_TRUE(unpadded) << "the unpadded kernel stays in the space";
-  // Both transposed: A stored [K, M] becomes [Kp, 272], B stored [N, K] becomes [N, Kp].
-  // The product is node 2 (after the two transposes): its buffers are _ok_pa_2 and _ok_pb_2.
+  // Both transposed: A stored [K, M] becomes [Kp, 2064], B stored [N, K] becomes [N, Kp]. The
+  // product is node 2 (after the two transposes): its buffers are _ok_pa_2 and _ok_pb_2.
   const Proposal tp = must(fixture("gemm_tab_padded"), "triton", 0, 1);
   const auto& tab = tp.candidates.at(0);
   ASSERT_EQ(param(tab, "PAD"), 1);
-  const int64_t tk = param(tab, "BLOCK_K") * param(tab, "SPLIT_K");
-  const int64_t tkp = (259 + tk - 1) / tk * tk;
-  EXPECT_NE(tab.source.find(fmt::format("_ok_pa_2 = _ok_torch.zeros(({}, 272)", tkp)),
+  const int64_t tkp = padded_k(tab);
+  EXPECT_NE(tab.source.find(fmt::format("_ok_pa_2 = _ok_torch.zeros(({}, 2064)", tkp)),
             std::string::npos)
       << tab.source;
-  EXPECT_NE(tab.source.find("_ok_pa_2[..., :259, :257].copy_(A.reshape(259, 257))"),
+  EXPECT_NE(tab.source.find("_ok_pa_2[..., :1031, :2053].copy_(A.reshape(1031, 2053))"),
             std::string::npos);
-  EXPECT_NE(tab.source.find(fmt::format("_ok_pb_2 = _ok_torch.zeros((263, {})", tkp)),
+  EXPECT_NE(tab.source.find(fmt::format("_ok_pb_2 = _ok_torch.zeros((2051, {})", tkp)),
             std::string::npos);
-  EXPECT_NE(tab.source.find("offs_am[:, None] * 1 + offs_k[None, :] * 272"), std::string::npos);
+  EXPECT_NE(tab.source.find("offs_am[:, None] * 1 + offs_k[None, :] * 2064"), std::string::npos);
   EXPECT_NE(tab.source.find(fmt::format("offs_k[:, None] * 1 + offs_bn[None, :] * {}", tkp)),
             std::string::npos);
+  EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_M)) % 2064"), std::string::npos);
+  EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_N)) % 2051"), std::string::npos);
   // Small products keep the copies for later; aligned ones never get them, and K a whole number
   // of steps (64 here) loads unmasked.
   Proposal small = must(fixture("gemm_irregular"), "triton", 0, 0);

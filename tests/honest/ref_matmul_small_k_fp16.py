@@ -1,6 +1,6 @@
-"""A float16 matrix product with a small inner dimension, 49152 x 32 by 32 x 49152: 6 MB of inputs,
-a 4.5 GiB output (the shape of KernelBench level1/7, whose outputs once made the evaluator's timing
-pools fill an 80 GB GPU)."""
+"""A float16 matrix product with a small inner dimension, 32768 x 32 by 32 x 32768: 4 MiB of inputs,
+a 2 GiB output (the shape of KernelBench level1/7, whose outputs once made the evaluator's timing
+pools fill an 80 GB GPU). Every flat index stays below 2^31, as the candidate's int32 offsets need."""
 import torch
 import torch.nn as nn
 
@@ -13,9 +13,9 @@ class Model(nn.Module):
         return torch.matmul(a, b)
 
 
-m = 49152
+m = 32768
 k = 32
-n = 49152
+n = 32768
 
 
 def get_inputs():
