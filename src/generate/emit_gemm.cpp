@@ -19,6 +19,20 @@ int64_t cdiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// PAD's copies against the product, at an H100's rates (about 3 TB/s of copy, 50 TFLOP/s of fp32
+// FMA): preferred where the copied bytes (read and written) take at most 5% of the product's time,
+// bytes <= 0.003 x flops, and the product is large enough (2^32 multiply-adds) for the copies'
+// launches not to count (measured on the H100: padded, a 33 x 29 x 17 product took 15x as long).
+// Problem 8's copies come to about 2% by this model, level 2's nn.Linear products (128 rows, B
+// the weight read along K) to about half: those keep their weight as it is.
+bool pad_pays(const Gemm& gm) {
+  const double macs = static_cast<double>(gm.batch) * gm.m * gm.n * gm.k;
+  const double a =
+      (gm.trans_a ? gm.m : gm.k) % 4 != 0 ? (gm.batch_a ? gm.batch : 1) * gm.m * gm.k : 0;
+  const double b = gm.trans_b || gm.n % 4 != 0 ? (gm.batch_b ? gm.batch : 1) * gm.k * gm.n : 0;
+  return macs >= 4294967296.0 && 8 * (a + b) <= 0.003 * 2 * macs;
+}
+
 }  // namespace
 
 bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogue, int64_t row_n,
@@ -46,11 +60,12 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
     if (cdiv(gm.m, bm) == 1 && p.at("GROUP_M") != s.params["GROUP_M"][0]) return false;
     const int64_t tiles = cdiv(gm.m, bm) * cdiv(gm.n, bn) * gm.batch;
     if (sk > 1 && (epilogue || gm.k < 4096 || sk * bk * 4 > gm.k || tiles >= 264)) return false;
-    // PAD copies misaligned operands into aligned, zero-padded buffers (pad_operands): only
-    // where a leading dimension is misaligned; preferred once the product dwarfs the copies.
+    // PAD copies operands into aligned, zero-padded buffers, B N-contiguous (pad_operands): only
+    // where a leading dimension is misaligned or B is read along K; preferred where the product
+    // dwarfs the copies.
     if (p.value("PAD", 0) == 1) {
-      if (!gemm_misaligned(gm)) return false;
-      if (gm.batch * gm.m * gm.n * gm.k >= (int64_t{1} << 32)) score -= 2;
+      if (!gemm_misaligned(gm) && !gm.trans_b) return false;
+      if (pad_pays(gm)) score -= 2;
     }
     double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
     score += 2 * log2_distance(sk, ideal_split);
@@ -173,31 +188,36 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
   return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n", launch};
 }
 
-// PAD (gemm_misaligned operands): an operand is copied into a zeroed buffer whose K extent is a
-// whole number of K steps (BLOCK_K x SPLIT_K) and whose contiguous extent is a multiple of 16, so
-// rows start 16-byte aligned and the K loop runs unmasked; one whose leading dimension is aligned
-// is copied only when K grows (the loop then reads its zero tail). Adds the copies to `launch`,
-// the buffers' strides to `ctx`, and wraps the tile offsets along a buffer's contiguous extent at
-// its padded size, a multiple of 16 (a wrap at an odd N leaves Triton no contiguity to vectorize
-// the loads by: on the H100 problem 8 ran as slow padded as not); returns the padded K. The zeros
-// and copies are data movement (no compute op), O(MK + KN) against the product's O(MNK).
+// PAD (gemm_misaligned operands, or B read along K): an operand is copied into a zeroed buffer
+// whose K extent is a whole number of K steps (BLOCK_K x SPLIT_K) and whose contiguous extent is a
+// multiple of 16, so rows start 16-byte aligned and the K loop runs unmasked; B always as [Kp, Np]
+// with N contiguous (a transposed B, [N, K], is transposed by the copy: on the H100 the kernel read
+// it along K at 0.47x eager where the same shapes along N ran at 0.85x); an A whose leading
+// dimension is aligned is copied only when K grows (the loop then reads its zero tail). Adds the
+// copies to `launch`, the buffers' strides to `ctx`, and wraps the tile offsets along a buffer's
+// contiguous extent at its padded size, a multiple of 16 (a wrap at an odd N leaves Triton no
+// contiguity to vectorize the loads by: on the H100 problem 8 ran as slow padded as not); returns
+// the padded K. The zeros and copies are data movement (no compute op), O(MK + KN) against the
+// product's O(MNK).
 int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, json& ctx,
                      std::vector<std::string>& launch) {
   const Gemm& gm = n.gemm;
   const int64_t kp = cdiv(gm.k, step) * step;
   auto s = [](int64_t v) { return std::to_string(v); };
   auto round16 = [](int64_t v) { return cdiv(v, 16) * 16; };
-  // One operand stored [rows, cols] (cols contiguous) as [rows_p, cols_p]; returns its size.
-  auto copy = [&](int arg, bool batched, int64_t rows, int64_t cols, int64_t rows_p,
-                  int64_t cols_p) {
+  // One operand as [rows_p, cols_p] (cols contiguous) from its [rows, cols], stored so or, where
+  // `transpose`, stored [cols, rows]; returns the buffer's size.
+  auto copy = [&](int arg, bool batched, int64_t rows, int64_t cols, int64_t rows_p, int64_t cols_p,
+                  bool transpose = false) {
     const std::string src = py_name(g, n.args[arg].value);
     const std::string dst = fmt::format("_ok_p{}_{}", arg == 0 ? "a" : "b", index);
     const std::string lead = batched ? fmt::format("{}, ", gm.batch) : "";
     launch.push_back(
         fmt::format("{} = _ok_torch.zeros(({}{}, {}), device={}.device, dtype={}.dtype)", dst, lead,
                     rows_p, cols_p, src, src));
-    launch.push_back(fmt::format("{}[..., :{}, :{}].copy_({}.reshape({}{}, {}))", dst, rows, cols,
-                                 src, lead, rows, cols));
+    launch.push_back(fmt::format("{}[..., :{}, :{}].copy_({}.reshape({}{}, {}){})", dst, rows, cols,
+                                 src, lead, transpose ? cols : rows, transpose ? rows : cols,
+                                 transpose ? ".transpose(-1, -2)" : ""));
     ctx[arg == 0 ? "a" : "b"] = dst;
     return rows_p * cols_p;
   };
@@ -211,13 +231,12 @@ int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, jso
     ctx["sab"] = s(gm.batch_a ? size : 0);
     if (gm.trans_a) ctx["wrap_m"] = s(round16(gm.m));
   }
-  if (ldb % 4 != 0 || kp != gm.k) {
-    const int64_t size = gm.trans_b ? copy(1, gm.batch_b, gm.n, gm.k, gm.n, kp)
-                                    : copy(1, gm.batch_b, gm.k, gm.n, kp, round16(gm.n));
-    ctx["sbk"] = s(gm.trans_b ? 1 : round16(gm.n));
-    ctx["sbn"] = s(gm.trans_b ? kp : 1);
+  if (ldb % 4 != 0 || kp != gm.k || gm.trans_b) {  // B becomes [Kp, Np], N contiguous
+    const int64_t size = copy(1, gm.batch_b, gm.k, gm.n, kp, round16(gm.n), gm.trans_b);
+    ctx["sbk"] = s(round16(gm.n));
+    ctx["sbn"] = "1";
     ctx["sbb"] = s(gm.batch_b ? size : 0);
-    if (!gm.trans_b) ctx["wrap_n"] = s(round16(gm.n));
+    ctx["wrap_n"] = s(round16(gm.n));
   }
   return kp;
 }
@@ -239,7 +258,7 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   ctx["wrap_n"] = ctx["N"];
   std::vector<std::string> padding;
   const int64_t step = p.at("BLOCK_K").get<int64_t>() * p.at("SPLIT_K").get<int64_t>();
-  const bool padded = p.value("PAD", 0) == 1 && gemm_misaligned(gm);
+  const bool padded = p.value("PAD", 0) == 1 && (gemm_misaligned(gm) || gm.trans_b);
   const int64_t kp = padded ? pad_operands(g, n, index, step, ctx, padding) : gm.k;
   ctx["even_k"] = kp % step == 0 ? "True" : "False";  // every K step whole: no K mask
   // Offsets within a batch or across one: int64 once they may pass int32 (masked lanes included).

@@ -153,62 +153,82 @@ TEST(GenerateGemm, ParameterSpacesHaveAtLeastTwentyPointsInPriorOrder) {
   EXPECT_NE(k.candidates.at(0).source.find("tl.atomic_add"), std::string::npos);
 }
 
-// Rows that are not 16-byte aligned (level 1's problem 8: K = 2949, N = 5921; here 2053 x 1031
-// x 2051) are copied into zeroed, aligned buffers whose K is a whole number of K steps; the kernel
-// reads the buffers' strides, wraps its tile offsets at the padded contiguous extent (2051 -> 2064)
-// and runs its K loop unmasked. Aligned operands are never copied.
-TEST(GenerateGemm, MisalignedRowsArePaddedOnTriton) {
+// Rows that are not 16-byte aligned (level 1's problem 8: K = 2949, N = 5921; here 4099 x 1031
+// x 4097) are copied into zeroed, aligned buffers whose K is a whole number of K steps; the kernel
+// reads the buffers' strides, wraps its tile offsets at the padded contiguous extent (4097 -> 4112)
+// and runs its K loop unmasked. A transposed B is copied into [K, N]; an aligned A only when K
+// grows.
+TEST(GenerateGemm, MisalignedRowsAndTransposedBArePaddedOnTriton) {
   auto param = [](const ok::generate::GeneratedCandidate& c, const char* k) {
     return c.params.at("triton-gemm").at(k).get<int64_t>();
   };
-  auto padded_k = [&](const ok::generate::GeneratedCandidate& c) {
+  auto padded_k = [&](const ok::generate::GeneratedCandidate& c, int64_t k) {
     const int64_t step = param(c, "BLOCK_K") * param(c, "SPLIT_K");
-    return (1031 + step - 1) / step * step;
+    return (k + step - 1) / step * step;
   };
   Proposal odd = must(fixture("gemm_irregular_padded"), "triton", 0, 0);
   ASSERT_TRUE(odd.supported) << odd.reason;
   const auto& first = odd.candidates.at(0);
-  ASSERT_EQ(param(first, "PAD"), 1) << "from 2^32 multiply-adds the padded copy comes first";
-  const int64_t kp = padded_k(first);
+  ASSERT_EQ(param(first, "PAD"), 1) << "the copies cost little against this product: first";
+  const int64_t kp = padded_k(first, 1031);
   const std::string fwd = forward_of(first.source);
-  EXPECT_NE(fwd.find(fmt::format("_ok_pa_0 = _ok_torch.zeros((2053, {}), device=A.device", kp)),
+  EXPECT_NE(fwd.find(fmt::format("_ok_pa_0 = _ok_torch.zeros((4099, {}), device=A.device", kp)),
             std::string::npos)
       << fwd;
-  EXPECT_NE(fwd.find("_ok_pa_0[..., :2053, :1031].copy_(A.reshape(2053, 1031))"),
+  EXPECT_NE(fwd.find("_ok_pa_0[..., :4099, :1031].copy_(A.reshape(4099, 1031))"),
             std::string::npos);
-  EXPECT_NE(fwd.find(fmt::format("_ok_pb_0 = _ok_torch.zeros(({}, 2064)", kp)), std::string::npos);
+  EXPECT_NE(fwd.find(fmt::format("_ok_pb_0 = _ok_torch.zeros(({}, 4112)", kp)), std::string::npos);
+  EXPECT_NE(fwd.find("_ok_pb_0[..., :1031, :4097].copy_(B.reshape(1031, 4097))"),
+            std::string::npos);
   EXPECT_NE(fwd.find("](_ok_pa_0, _ok_pb_0, "), std::string::npos);
   EXPECT_NE(fwd.find("EVEN_K=True"), std::string::npos);
   EXPECT_NE(first.source.find(fmt::format("offs_am[:, None] * {} + offs_k[None, :] * 1", kp)),
             std::string::npos);
-  EXPECT_NE(first.source.find("offs_k[:, None] * 2064 + offs_bn[None, :] * 1"), std::string::npos);
-  EXPECT_NE(first.source.find("tl.arange(0, BLOCK_M)) % 2053"), std::string::npos);
-  EXPECT_NE(first.source.find("tl.arange(0, BLOCK_N)) % 2064"), std::string::npos);
+  EXPECT_NE(first.source.find("offs_k[:, None] * 4112 + offs_bn[None, :] * 1"), std::string::npos);
+  EXPECT_NE(first.source.find("tl.arange(0, BLOCK_M)) % 4099"), std::string::npos);
+  EXPECT_NE(first.source.find("tl.arange(0, BLOCK_N)) % 4112"), std::string::npos);
   bool unpadded = false;
   for (const auto& c : odd.candidates)
     if (param(c, "PAD") == 0) {
       unpadded = true;
-      EXPECT_NE(c.source.find("tl.arange(0, BLOCK_N)) % 2051"), std::string::npos);
+      EXPECT_NE(c.source.find("tl.arange(0, BLOCK_N)) % 4097"), std::string::npos);
     }
   EXPECT_TRUE(unpadded) << "the unpadded kernel stays in the space";
-  // Both transposed: A stored [K, M] becomes [Kp, 2064], B stored [N, K] becomes [N, Kp]. The
-  // product is node 2 (after the two transposes): its buffers are _ok_pa_2 and _ok_pb_2.
+  // Both transposed: A stored [K, M] becomes [Kp, 4112]; B stored [N, K] is transposed into
+  // [Kp, 4112]. The product is node 2 (after the two transposes): _ok_pa_2 and _ok_pb_2.
   const Proposal tp = must(fixture("gemm_tab_padded"), "triton", 0, 1);
   const auto& tab = tp.candidates.at(0);
   ASSERT_EQ(param(tab, "PAD"), 1);
-  const int64_t tkp = padded_k(tab);
-  EXPECT_NE(tab.source.find(fmt::format("_ok_pa_2 = _ok_torch.zeros(({}, 2064)", tkp)),
+  const int64_t tkp = padded_k(tab, 1031);
+  EXPECT_NE(tab.source.find(fmt::format("_ok_pa_2 = _ok_torch.zeros(({}, 4112)", tkp)),
             std::string::npos)
       << tab.source;
-  EXPECT_NE(tab.source.find("_ok_pa_2[..., :1031, :2053].copy_(A.reshape(1031, 2053))"),
+  EXPECT_NE(tab.source.find("_ok_pa_2[..., :1031, :4099].copy_(A.reshape(1031, 4099))"),
             std::string::npos);
-  EXPECT_NE(tab.source.find(fmt::format("_ok_pb_2 = _ok_torch.zeros((2051, {})", tkp)),
+  EXPECT_NE(tab.source.find(fmt::format("_ok_pb_2 = _ok_torch.zeros(({}, 4112)", tkp)),
             std::string::npos);
-  EXPECT_NE(tab.source.find("offs_am[:, None] * 1 + offs_k[None, :] * 2064"), std::string::npos);
-  EXPECT_NE(tab.source.find(fmt::format("offs_k[:, None] * 1 + offs_bn[None, :] * {}", tkp)),
-            std::string::npos);
-  EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_M)) % 2064"), std::string::npos);
-  EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_N)) % 2051"), std::string::npos);
+  EXPECT_NE(
+      tab.source.find("_ok_pb_2[..., :1031, :4097].copy_(B.reshape(4097, 1031).transpose(-1, -2))"),
+      std::string::npos);
+  EXPECT_NE(tab.source.find("offs_am[:, None] * 1 + offs_k[None, :] * 4112"), std::string::npos);
+  EXPECT_NE(tab.source.find("offs_k[:, None] * 4112 + offs_bn[None, :] * 1"), std::string::npos);
+  EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_M)) % 4112"), std::string::npos);
+  EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_N)) % 4112"), std::string::npos);
+  // An aligned transposed B (32 x 48 by 40 x 48): PAD admissible but not first at this size; at
+  // BLOCK_K 16, K = 48 does not grow and A is read where it is.
+  Proposal tb = must(fixture("gemm_tb"), "triton", 0, 0);
+  EXPECT_EQ(param(tb.candidates.at(0), "PAD"), 0);
+  bool seen = false;
+  for (const auto& c : tb.candidates) {
+    if (param(c, "PAD") != 1 || param(c, "BLOCK_K") != 16 || param(c, "SPLIT_K") != 1) continue;
+    seen = true;
+    EXPECT_EQ(c.source.find("_ok_pa_"), std::string::npos);
+    EXPECT_NE(c.source.find(".copy_(B.reshape(40, 48).transpose(-1, -2))"), std::string::npos)
+        << c.source;
+    EXPECT_NE(c.source.find("offs_k[:, None] * 48 + offs_bn[None, :] * 1"), std::string::npos);
+    break;
+  }
+  EXPECT_TRUE(seen);
   // Small products keep the copies for later; aligned ones never get them, and K a whole number
   // of steps (64 here) loads unmasked.
   Proposal small = must(fixture("gemm_irregular"), "triton", 0, 0);
