@@ -20,17 +20,22 @@ int64_t cdiv(int64_t a, int64_t b) {
 }
 
 // PAD's copies against the product, at an H100's rates (about 3 TB/s of copy, 50 TFLOP/s of fp32
-// FMA): preferred where the copied bytes (read and written) take at most 5% of the product's time,
-// bytes <= 0.003 x flops, and the product is large enough (2^32 multiply-adds) for the copies'
-// launches not to count (measured on the H100: padded, a 33 x 29 x 17 product took 15x as long).
-// Problem 8's copies come to about 2% by this model, level 2's nn.Linear products (128 rows, B
-// the weight read along K) to about half: those keep their weight as it is.
-bool pad_pays(const Gemm& gm) {
+// FMA): preferred where the bytes they move (12 an element: the zeroed buffer written, the operand
+// read and written into it) take at most 5% of the product's time, bytes <= 0.003 x flops, and the
+// product is large enough (2^32 multiply-adds) for the copies' launches not to count (measured on
+// the H100: padded, a 33 x 29 x 17 product took 15x as long). Counts what pad_operands copies for
+// the padded K `kp`. Problem 8's copies come to about 3% by this model, level 2's nn.Linear
+// products (128 rows, B the weight read along K) to about 80%: those keep their weight as it is.
+bool pad_pays(const Gemm& gm, int64_t kp) {
   const double macs = static_cast<double>(gm.batch) * gm.m * gm.n * gm.k;
-  const double a =
-      (gm.trans_a ? gm.m : gm.k) % 4 != 0 ? (gm.batch_a ? gm.batch : 1) * gm.m * gm.k : 0;
-  const double b = gm.trans_b || gm.n % 4 != 0 ? (gm.batch_b ? gm.batch : 1) * gm.k * gm.n : 0;
-  return macs >= 4294967296.0 && 8 * (a + b) <= 0.003 * 2 * macs;
+  const bool grows = kp != gm.k;
+  const double a = (gm.trans_a ? gm.m : gm.k) % 4 != 0 || grows
+                       ? static_cast<double>(gm.batch_a ? gm.batch : 1) * gm.m * gm.k
+                       : 0;
+  const double b = (gm.trans_b ? gm.k : gm.n) % 4 != 0 || grows || gm.trans_b
+                       ? static_cast<double>(gm.batch_b ? gm.batch : 1) * gm.k * gm.n
+                       : 0;
+  return macs >= 4294967296.0 && 12 * (a + b) <= 0.003 * 2 * macs;
 }
 
 }  // namespace
@@ -65,7 +70,7 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
     // dwarfs the copies.
     if (p.value("PAD", 0) == 1) {
       if (!gemm_misaligned(gm) && !gm.trans_b) return false;
-      if (pad_pays(gm)) score -= 2;
+      score += pad_pays(gm, cdiv(gm.k, bk * sk) * bk * sk) ? -2 : 2;  // else explored late
     }
     double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
     score += 2 * log2_distance(sk, ideal_split);

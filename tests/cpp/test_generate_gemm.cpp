@@ -214,6 +214,14 @@ TEST(GenerateGemm, MisalignedRowsAndTransposedBArePaddedOnTriton) {
   EXPECT_NE(tab.source.find("offs_k[:, None] * 4112 + offs_bn[None, :] * 1"), std::string::npos);
   EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_M)) % 4112"), std::string::npos);
   EXPECT_NE(tab.source.find("tl.arange(0, BLOCK_N)) % 4112"), std::string::npos);
+}
+
+// Where the copies would cost more than they save PAD comes late: an aligned transposed B (32 x 48
+// by 40 x 48), small misaligned products, attention's batched Q K^T; aligned products never copy.
+TEST(GenerateGemm, PaddingComesLateWhereItDoesNotPay) {
+  auto param = [](const ok::generate::GeneratedCandidate& c, const char* k) {
+    return c.params.at("triton-gemm").at(k).get<int64_t>();
+  };
   // An aligned transposed B (32 x 48 by 40 x 48): PAD admissible but not first at this size; at
   // BLOCK_K 16, K = 48 does not grow and A is read where it is.
   Proposal tb = must(fixture("gemm_tb"), "triton", 0, 0);
@@ -234,6 +242,19 @@ TEST(GenerateGemm, MisalignedRowsAndTransposedBArePaddedOnTriton) {
   Proposal small = must(fixture("gemm_irregular"), "triton", 0, 0);
   EXPECT_EQ(param(small.candidates.at(0), "PAD"), 0);
   EXPECT_NE(small.candidates.at(0).source.find("EVEN_K=False"), std::string::npos);
+  // Attention's first product, Q [6, 16, 8] by K^T: K, stored [6, 16, 8], is transposed per batch
+  // into [6, 16, 16] (K = 8 rounded up to a 16-wide step, N = 16).
+  bool batched = false;
+  for (const auto& c : must(fixture("attention"), "triton", 0, 0).candidates) {
+    if (param(c, "PAD") != 1 || param(c, "BLOCK_K") != 16 || param(c, "SPLIT_K") != 1) continue;
+    batched = true;
+    EXPECT_NE(c.source.find("_ok_torch.zeros((6, 16, 16), device=K.device"), std::string::npos)
+        << c.source;
+    EXPECT_NE(c.source.find("[..., :8, :16].copy_(K.reshape(6, 16, 8).transpose(-1, -2))"),
+              std::string::npos);
+    break;
+  }
+  EXPECT_TRUE(batched);
   for (const auto& c : must(fixture("gemm_square"), "triton", 0, 0).candidates) {
     EXPECT_EQ(param(c, "PAD"), 0);
     EXPECT_EQ(c.source.find("_ok_pa_"), std::string::npos);
