@@ -212,9 +212,6 @@ KernelCode emit_gemm(const Graph& g, const Node& n, int index, const std::string
 // `row_n` > 0: some product of N = row_n has a row epilogue (Triton: BLOCK_N covers it).
 bool gemm_admissible(const Skill& s, const nlohmann::json& p, const Gemm& gm, bool epilogue,
                      int64_t row_n, double& score);
-// Some operand's leading dimension is not a multiple of 16 bytes (4 fp32 elements): its rows
-// cannot be loaded as aligned vectors (level 1's problem 8, K = 2949 and N = 5921).
-bool gemm_misaligned(const Gemm& gm);
 
 // One convolution (a kConv node) on `backend`, from its conv skill with `params` (that skill's
 // point); the launch lines allocate the output and run the kernel. `epilogue` as for emit_gemm.

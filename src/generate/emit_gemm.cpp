@@ -19,22 +19,34 @@ int64_t cdiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// PAD (pad_operands) applies where a leading dimension is not a multiple of 4 elements (rows not
+// 16-byte aligned: level 1's problem 8, K = 2949 and N = 5921) or B is read along K (transposed).
+bool pad_applies(const Gemm& gm) {
+  return (gm.trans_a ? gm.m : gm.k) % 4 != 0 || gm.trans_b || gm.n % 4 != 0;
+}
+
+// Which operands PAD copies for the padded K `kp`: each whose rows are misaligned, both where K
+// grows (the unmasked loop reads their zero tails), and a transposed B (into [K, N]).
+struct PadCopies {
+  bool a = false, b = false;
+};
+PadCopies pad_copies(const Gemm& gm, int64_t kp) {
+  const bool grows = kp != gm.k;
+  return {(gm.trans_a ? gm.m : gm.k) % 4 != 0 || grows, gm.trans_b || gm.n % 4 != 0 || grows};
+}
+
 // PAD's copies against the product, at an H100's rates (about 3 TB/s of copy, 50 TFLOP/s of fp32
 // FMA): preferred where the bytes they move (12 an element: the zeroed buffer written, the operand
 // read and written into it) take at most 5% of the product's time, bytes <= 0.003 x flops, and the
 // product is large enough (2^32 multiply-adds) for the copies' launches not to count (measured on
-// the H100: padded, a 33 x 29 x 17 product took 15x as long). Counts what pad_operands copies for
-// the padded K `kp`. Problem 8's copies come to about 3% by this model, level 2's nn.Linear
-// products (128 rows, B the weight read along K) to about 80%: those keep their weight as it is.
+// the H100: padded, a 33 x 29 x 17 product took 15x as long). Problem 8's copies come to about 3%
+// by this model, level 2's nn.Linear products (128 rows, B the weight read along K) to about 80%:
+// those keep their weight as it is.
 bool pad_pays(const Gemm& gm, int64_t kp) {
   const double macs = static_cast<double>(gm.batch) * gm.m * gm.n * gm.k;
-  const bool grows = kp != gm.k;
-  const double a = (gm.trans_a ? gm.m : gm.k) % 4 != 0 || grows
-                       ? static_cast<double>(gm.batch_a ? gm.batch : 1) * gm.m * gm.k
-                       : 0;
-  const double b = (gm.trans_b ? gm.k : gm.n) % 4 != 0 || grows || gm.trans_b
-                       ? static_cast<double>(gm.batch_b ? gm.batch : 1) * gm.k * gm.n
-                       : 0;
+  const PadCopies c = pad_copies(gm, kp);
+  const double a = c.a ? static_cast<double>(gm.batch_a ? gm.batch : 1) * gm.m * gm.k : 0;
+  const double b = c.b ? static_cast<double>(gm.batch_b ? gm.batch : 1) * gm.k * gm.n : 0;
   return macs >= 4294967296.0 && 12 * (a + b) <= 0.003 * 2 * macs;
 }
 
@@ -69,7 +81,7 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
     // where a leading dimension is misaligned or B is read along K; preferred where the product
     // dwarfs the copies.
     if (p.value("PAD", 0) == 1) {
-      if (!gemm_misaligned(gm) && !gm.trans_b) return false;
+      if (!pad_applies(gm)) return false;
       score += pad_pays(gm, cdiv(gm.k, bk * sk) * bk * sk) ? -2 : 2;  // else explored late
     }
     double ideal_split = gm.k >= 4096 ? std::clamp(264.0 / tiles, 1.0, 32.0) : 1.0;
@@ -87,10 +99,6 @@ bool gemm_admissible(const Skill& s, const json& p, const Gemm& gm, bool epilogu
   if ((bm + bn) * bk * 4 > 48 * 1024) return false;  // static shared memory
   score += log2_distance(static_cast<double>(threads), 256.0);
   return true;
-}
-
-bool gemm_misaligned(const Gemm& gm) {
-  return (gm.trans_a ? gm.m : gm.k) % 4 != 0 || (gm.trans_b ? gm.k : gm.n) % 4 != 0;
 }
 
 namespace {
@@ -193,17 +201,17 @@ KernelCode cpu(const Graph& g, const Node& n, int index, const Skills& skills, c
   return {render_skill(skills, "cpu", "gemm", "kernel", ctx) + "\n", launch};
 }
 
-// PAD (gemm_misaligned operands, or B read along K): an operand is copied into a zeroed buffer
-// whose K extent is a whole number of K steps (BLOCK_K x SPLIT_K) and whose contiguous extent is a
-// multiple of 16, so rows start 16-byte aligned and the K loop runs unmasked; B always as [Kp, Np]
-// with N contiguous (a transposed B, [N, K], is transposed by the copy: on the H100 the kernel read
-// it along K at 0.47x eager where the same shapes along N ran at 0.85x); an A whose leading
-// dimension is aligned is copied only when K grows (the loop then reads its zero tail). Adds the
-// copies to `launch`, the buffers' strides to `ctx`, and wraps the tile offsets along a buffer's
-// contiguous extent at its padded size, a multiple of 16 (a wrap at an odd N leaves Triton no
-// contiguity to vectorize the loads by: on the H100 problem 8 ran as slow padded as not); returns
-// the padded K. The zeros and copies are data movement (no compute op), O(MK + KN) against the
-// product's O(MNK).
+// PAD (pad_applies: misaligned rows, or B read along K; pad_copies says which): an operand is
+// copied into a zeroed buffer whose K extent is a whole number of K steps (BLOCK_K x SPLIT_K) and
+// whose contiguous extent is a multiple of 16, so rows start 16-byte aligned and the K loop runs
+// unmasked; B always as [Kp, Np] with N contiguous (a transposed B, [N, K], is transposed by the
+// copy: on the H100 the kernel read it along K at 0.47x eager where the same shapes along N ran at
+// 0.85x); an A whose leading dimension is aligned is copied only when K grows (the loop then reads
+// its zero tail). Adds the copies to `launch`, the buffers' strides to `ctx`, and wraps the tile
+// offsets along a buffer's contiguous extent at its padded size, a multiple of 16 (a wrap at an odd
+// N leaves Triton no contiguity to vectorize the loads by: on the H100 problem 8 ran as slow padded
+// as not); returns the padded K. The zeros and copies are data movement (no compute op), O(MK + KN)
+// against the product's O(MNK).
 int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, json& ctx,
                      std::vector<std::string>& launch) {
   const Gemm& gm = n.gemm;
@@ -227,8 +235,8 @@ int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, jso
     return rows_p * cols_p;
   };
   // A as stored: [M, K], or transposed [K, M]; B: [K, N], or transposed [N, K].
-  const int64_t lda = gm.trans_a ? gm.m : gm.k, ldb = gm.trans_b ? gm.k : gm.n;
-  if (lda % 4 != 0 || kp != gm.k) {
+  const PadCopies copies = pad_copies(gm, kp);
+  if (copies.a) {
     const int64_t size = gm.trans_a ? copy(0, gm.batch_a, gm.k, gm.m, kp, round16(gm.m))
                                     : copy(0, gm.batch_a, gm.m, gm.k, gm.m, kp);
     ctx["sam"] = s(gm.trans_a ? 1 : kp);
@@ -236,7 +244,7 @@ int64_t pad_operands(const Graph& g, const Node& n, int index, int64_t step, jso
     ctx["sab"] = s(gm.batch_a ? size : 0);
     if (gm.trans_a) ctx["wrap_m"] = s(round16(gm.m));
   }
-  if (ldb % 4 != 0 || kp != gm.k || gm.trans_b) {  // B becomes [Kp, Np], N contiguous
+  if (copies.b) {  // B becomes [Kp, Np], N contiguous
     const int64_t size = copy(1, gm.batch_b, gm.k, gm.n, kp, round16(gm.n), gm.trans_b);
     ctx["sbk"] = s(round16(gm.n));
     ctx["sbn"] = "1";
@@ -263,7 +271,7 @@ KernelCode triton(const Graph& g, const Node& n, int index, const Skills& skills
   ctx["wrap_n"] = ctx["N"];
   std::vector<std::string> padding;
   const int64_t step = p.at("BLOCK_K").get<int64_t>() * p.at("SPLIT_K").get<int64_t>();
-  const bool padded = p.value("PAD", 0) == 1 && (gemm_misaligned(gm) || gm.trans_b);
+  const bool padded = p.value("PAD", 0) == 1 && pad_applies(gm);
   const int64_t kp = padded ? pad_operands(g, n, index, step, ctx, padding) : gm.k;
   ctx["even_k"] = kp % step == 0 ? "True" : "False";  // every K step whole: no K mask
   // Offsets within a batch or across one: int64 once they may pass int32 (masked lanes included).
