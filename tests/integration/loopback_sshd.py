@@ -63,6 +63,28 @@ def write_configs(root: Path, port: int) -> None:
     wrapper.chmod(0o755)
 
 
+# A login runs the user's shell and its startup files (bash reads ~/.bashrc under sshd) before the
+# command: normally a second or two, and the remote tests start dozens of logins.
+SLOW_LOGIN_S = 20.0
+
+
+def check_login_time(server: Server) -> None:
+    """Fails at once, saying why, where one login on the server takes minutes: the remote tests
+    would otherwise each wait out their own timeouts, tens of minutes in all, and end unexplained."""
+    start = time.monotonic()
+    try:
+        subprocess.run([str(server.root / "ssh"), "-p", str(server.port), "127.0.0.1", "true"],
+                       capture_output=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        pass
+    took = time.monotonic() - start
+    if took > SLOW_LOGIN_S:
+        raise RuntimeError(
+            f"one login on the loopback sshd took {took:.0f} s (more than {SLOW_LOGIN_S:.0f} s): "
+            "the user's shell startup files are slow (for instance a stale pyenv lock, "
+            "~/.pyenv/shims/.pyenv-shim, makes every `pyenv rehash` in ~/.bashrc wait 60 s)")
+
+
 def serve(root: Path) -> Iterator[Server | str]:
     """Yields the running server, or why sshd cannot be started here; stops it afterwards. A
     `root` served before is served again on the same port with the same keys (a host back up)."""
@@ -92,7 +114,9 @@ def serve(root: Path) -> Iterator[Server | str]:
         yield f"sshd cannot start here: {(root / 'sshd.log').read_text()[-500:]}"
         return
     try:
-        yield Server(root, port, proc)
+        server = Server(root, port, proc)
+        check_login_time(server)
+        yield server
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
