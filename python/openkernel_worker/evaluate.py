@@ -30,9 +30,9 @@ from .candidate_process import (EARLY, MAX_BUILDS_PER_LOAD, SPARE, CandidateDied
                                 CandidateProcess, CandidateTimeout, SparePool, discard,
                                 start_process)
 from .compare import dtype_name, flatten
-from .options import (BACKENDS, CUDA_GRAPH_MODES, GRAPH_AUTO_US, REST_AUTO_US,
-                      REST_MODES, BadInput, EnvironmentProblem, Options, Outcome, TimedBlock,
-                      cache_root_of, candidate_env_of, launch_key_of, resolve_device)
+from .options import (BACKENDS, CUDA_GRAPH_MODES, GRAPH_AUTO_US, REST_AUTO_US, REST_MODES,
+                      BadInput, EnvironmentProblem, Options, Outcome, TimedBlock, cache_root_of,
+                      candidate_env_of, launch_key_of, resolve_device, tensor_nbytes)
 from .problem import (Reference, SourceDefect, build_reference, load_reference, make_inputs,
                       read_source)
 from .timing_series import EventSeries, GraphSeries, graph_wanted, rested_wanted
@@ -376,7 +376,7 @@ class Evaluation:
             if trial == 0 or self.trial_signature != sig:
                 self.trial_signature = sig if trial == 0 else None  # the floor's counts fit?
             expected = self._expected(ref_model, seed, inputs)
-            self.output_bytes = max(self.output_bytes, refcache.values_nbytes(expected))
+            self.output_bytes = max(self.output_bytes, tensor_nbytes(expected))
             reply = self._ask({"op": "run", "seed": seed}, f"correctness trial {trial + 1}")
             if reply is None:
                 return False

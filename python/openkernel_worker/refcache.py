@@ -21,6 +21,8 @@ import secrets
 from collections import OrderedDict
 from typing import Any, Hashable
 
+from .options import tensor_nbytes
+
 WORKER_SECRET = secrets.randbits(62)  # trial seeds of this worker when the request gives none
 PRECISION_POLICY = "tf32-off/fp32-highest"
 
@@ -38,12 +40,6 @@ def cap_bytes(device: str) -> int:
         total = torch.cuda.get_device_properties(torch.device(device)).total_memory
         return int(total * 0.25)
     return 2 << 30
-
-
-def values_nbytes(values: list[Any]) -> int:
-    import torch
-
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def fingerprint(values: list[Any]) -> tuple[Any, ...] | None:
@@ -81,7 +77,7 @@ class ReferenceCache:
         return hit[0]
 
     def put(self, key: Hashable, outputs: list[Any], cap: int) -> bool:
-        nbytes = values_nbytes(outputs)
+        nbytes = tensor_nbytes(outputs)
         if nbytes > cap:
             return False
         old = self.entries.pop(key, None)
