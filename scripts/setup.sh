@@ -93,7 +93,10 @@ fi
 presets=("$@")
 ((${#presets[@]})) || presets=(release)
 for preset in "${presets[@]}"; do
-  if [ ! -f "build/$preset/build.ninja" ]; then
+  # configure a new build folder, and again when the presets changed (their cache variables, the
+  # compiler flags among them, reach an existing folder only through `cmake --preset`)
+  if [ ! -f "build/$preset/build.ninja" ] ||
+     [ CMakePresets.json -nt "build/$preset/CMakeCache.txt" ]; then
     cmake --preset "$preset" >/dev/null
   fi
   # pipefail: the pipeline fails when the build does (the filter never fails it)

@@ -6,8 +6,8 @@
 #   --asan (or OPENKERNEL_ASAN=1) then builds everything again under ASan+UBSan and runs the C++
 #   tests there: about 30 minutes more on two cores, so, like the tests labelled slow, it is not
 #   part of the default run, whose whole must stay inside CI's 90 minutes.
-# Slow and GPU tests are labelled and excluded here: run them with `ctest --preset release -L slow`
-# or `-L gpu`.
+# Slow and GPU tests are labelled and excluded here: run them with
+# `ctest --test-dir build/release -L slow` or `-L gpu` (the release test preset excludes both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 asan=${OPENKERNEL_ASAN:-0}
