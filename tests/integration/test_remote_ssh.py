@@ -20,7 +20,7 @@ import pytest
 
 from locations import BINARY, PYTHON, ROOT
 from lost_worker import check_evaluation_losing_its_worker
-from loopback_sshd import Server, free_port, serve
+from loopback_sshd import Server, check_login_time, free_port, serve
 
 SWISH = ROOT / "examples/swish_chain"
 QUICK = ["--backend", "cpu", "--trials", "2", "--timing-budget", "0.3", "--timeout", "60",
@@ -74,6 +74,21 @@ def test_evaluate_over_ssh_equals_local(sshd: Server, tmp_path: Path) -> None:
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT verdict, candidate_id FROM evaluations ORDER BY id").fetchall()
     assert len(rows) == 2 and rows[0] == rows[1]  # same verdict, same candidate row
+
+
+@pytest.mark.parametrize("login", ["exit 0", "sleep 3"])
+def test_a_slow_login_fails_the_server_at_once_saying_why(tmp_path: Path, login: str) -> None:
+    # The check times the server's own ssh wrapper; here a stand-in for it that logs in quickly or
+    # slowly, against a 1 s limit.
+    wrapper = tmp_path / "ssh"
+    wrapper.write_text(f"#!/bin/sh\n{login}\n")
+    wrapper.chmod(0o755)
+    server = Server(tmp_path, free_port(), None)
+    if login == "exit 0":
+        check_login_time(server, limit_s=1)
+        return
+    with pytest.raises(RuntimeError, match=r"one login on the loopback sshd took 3 s .*startup"):
+        check_login_time(server, limit_s=1)
 
 
 def test_eval_host_refused_clearly(sshd: Server, tmp_path: Path) -> None:

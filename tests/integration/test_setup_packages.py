@@ -261,3 +261,11 @@ def test_setup_refuses_bad_options_before_installing(args: list[str], says: str)
     assert p.returncode == 2, p.stderr
     assert says in p.stderr
     assert "installing" not in p.stdout + p.stderr
+
+
+def test_test_script_refuses_an_unknown_argument_before_building() -> None:
+    p = subprocess.run([str(ROOT / "scripts/test.sh"), "--bogus"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "unknown argument --bogus" in p.stderr and "--asan" in p.stderr
+    assert "installing" not in p.stdout + p.stderr and "suite durations" not in p.stdout
