@@ -3,7 +3,8 @@ evaluation run while a thread loses its worker once or twice (kills it, cancels 
 outcome the engine owes either way (docs/remote.md). Lost once, the request is retried on a fresh
 worker and the verdict is the usual one; lost twice, the loss is recorded as the evaluator's
 failure (evaluator_error, flagged remote_lost, the reason saying twice), never as the candidate's,
-and the engine exits 3 naming the host."""
+and the engine exits 3 naming the host. Also when a worker is at work on an evaluation
+(`evaluating`), for the tests that lose it then."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,41 @@ from typing import Callable
 # lose(times, lost, stop): loses the worker `times` times, appending each lost worker to `lost`,
 # until done or `stop` is set.
 Lose = Callable[[int, list, threading.Event], None]
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def evaluating(worker: int, name: str) -> bool:
+    """Whether worker process `worker` is evaluating a candidate file called `name`: one of its
+    candidate processes (`-m openkernel_worker.candidate SCRATCH`, under the sandbox or not) has
+    the file in SCRATCH/candidate, where the worker copies it when an evaluate request arrives.
+    That a worker has child processes says nothing of the kind: it starts a spare candidate
+    process before its greeting and keeps one between evaluations, so a test losing a worker
+    that merely has children may lose it while it starts (the engine's first start fails) or
+    between evaluations. A killed worker's candidate processes are no longer its own."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = [a for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
+        if b"openkernel_worker.candidate" not in args or not (
+                Path(args[-1].decode(errors="replace")) / "candidate" / name).is_file():
+            continue
+        pid = int(entry.name)
+        for _ in range(16):  # the sandbox adds a few levels between the worker and the candidate
+            pid = _parent(pid)
+            if pid == worker:
+                return True
+            if pid <= 1:
+                break
+    return False
 
 
 def check_evaluation_losing_its_worker(times: int, lose: Lose,

@@ -20,7 +20,7 @@ from typing import Iterator
 import pytest
 
 from locations import BINARY, PYTHON, ROOT
-from lost_worker import check_evaluation_losing_its_worker
+from lost_worker import check_evaluation_losing_its_worker, evaluating
 
 SLURM = ROOT / "tests/slurm/local_slurm.sh"
 SWISH = ROOT / "examples/swish_chain"
@@ -106,21 +106,21 @@ def slurm_workers(home: Path) -> dict[int, str]:
 
 
 def busy_worker(home: Path, timeout_s: float = 120) -> tuple[int, str]:
-    """A worker of this test that has started a candidate process: (pid, job id)."""
+    """A worker of this test evaluating its slow candidate: (pid, job id)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for pid, job in slurm_workers(home).items():
-            try:
-                if Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-                    return pid, job
-            except OSError:
-                pass
+            if evaluating(pid, SLOW):
+                return pid, job
         time.sleep(0.1)
     raise AssertionError("no worker started a candidate")
 
 
+SLOW = "slow_candidate.py"
+
+
 def slow_candidate(tmp: Path) -> Path:
-    slow = tmp / "slow_candidate.py"
+    slow = tmp / SLOW
     slow.write_text("import time\ntime.sleep(5)\n" + (SWISH / "candidate.py").read_text())
     return slow
 
@@ -198,7 +198,7 @@ def test_the_allocation_ends_when_the_engine_is_killed(slurm: dict[str, str], tm
 
 def cancel_jobs(home: Path, slurm: dict[str, str], times: int, cancelled: list[str],
                 stop: threading.Event) -> None:
-    """scancel the worker's job `times` times, each once its worker runs a candidate."""
+    """scancel the worker's job `times` times, each once its worker evaluates the candidate."""
     while len(cancelled) < times and not stop.is_set():
         try:
             _, job = busy_worker(home, timeout_s=1)

@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 
 from locations import BINARY, PYTHON, ROOT
-from lost_worker import check_evaluation_losing_its_worker
+from lost_worker import check_evaluation_losing_its_worker, evaluating
 from loopback_sshd import Server, check_login_time, free_port, serve
 
 SWISH = ROOT / "examples/swish_chain"
@@ -128,15 +128,15 @@ def has_children(pid: int) -> bool:
         return False
 
 
-def kill_workers(server: Server, older: set[int], times: int, killed: list[int],
+def kill_workers(server: Server, older: set[int], name: str, times: int, killed: list[int],
                  stop: threading.Event, delay_s: float = 1.0) -> None:
-    """Kills the remote worker `times` times, each `delay_s` after it started a candidate
-    process. Workers in `older` (those running before the test's engine started) are left alone:
-    an earlier test's worker may still be shutting down after its engine exited, with a child not
-    yet reaped, and killing it instead of the engine's own would leave one loss fewer."""
+    """Kills the remote worker `times` times, each `delay_s` after it began evaluating the
+    candidate file `name`. Workers in `older` (those running before the test's engine started)
+    are left alone: an earlier test's worker may still be shutting down after its engine exited,
+    and killing it instead of the engine's own would leave one loss fewer."""
     while len(killed) < times and not stop.is_set():
         for pid in remote_workers(server):
-            if pid not in killed and pid not in older and has_children(pid):
+            if pid not in killed and pid not in older and evaluating(pid, name):
                 time.sleep(delay_s)
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -152,7 +152,7 @@ def test_worker_lost_mid_evaluation(sshd: Server, tmp_path: Path, kills: int) ->
     slow.write_text("import time\ntime.sleep(4)\n" + (SWISH / "candidate.py").read_text())
     db = tmp_path / "db.sqlite"
     check_evaluation_losing_its_worker(
-        kills, functools.partial(kill_workers, sshd, set(remote_workers(sshd))),
+        kills, functools.partial(kill_workers, sshd, set(remote_workers(sshd)), slow.name),
         lambda: openkernel(sshd, tmp_path, *evaluate_args(db, slow, "--eval-host", sshd.url)), db,
         sshd.url)
 
@@ -190,12 +190,14 @@ def gone_within(pids: list[int], seconds: float) -> bool:
     return True
 
 
-def busy_remote_worker(server: Server, timeout_s: float = 120) -> list[int]:
-    """A remote worker that runs a candidate, and everything below it."""
+def busy_remote_worker(server: Server, name: str | None = None,
+                       timeout_s: float = 120) -> list[int]:
+    """A remote worker evaluating the candidate file `name` (any worker with a child process
+    when None), and everything below it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for pid in remote_workers(server):
-            if has_children(pid):
+            if evaluating(pid, name) if name else has_children(pid):
                 return [pid, *descendants(pid)]
         time.sleep(0.1)
     raise AssertionError("no remote worker started a candidate")
@@ -211,7 +213,7 @@ def test_a_dropped_channel_leaves_no_worker_on_the_host(sshd: Server, tmp_path: 
                                                            "--eval-host", sshd.url)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=sshd.env(tmp_path))
-    first = busy_remote_worker(sshd)
+    first = busy_remote_worker(sshd, slow.name)
     for pid in descendants(engine.pid):
         if Path(f"/proc/{pid}/comm").read_text().strip() == "ssh":
             os.kill(pid, signal.SIGKILL)
@@ -229,7 +231,7 @@ def test_a_killed_engine_leaves_no_worker_on_the_host(sshd: Server, tmp_path: Pa
                                                            "--eval-host", sshd.url)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=sshd.env(tmp_path))
-    worker = busy_remote_worker(sshd)
+    worker = busy_remote_worker(sshd, slow.name)
     engine.kill()
     engine.wait()
     assert gone_within(worker + remote_workers(sshd), 5), [p for p in worker if running(p)]
