@@ -113,7 +113,7 @@ def busy_worker(home: Path, timeout_s: float = 120) -> tuple[int, str]:
             if evaluating(pid, SLOW):
                 return pid, job
         time.sleep(0.1)
-    raise AssertionError("no worker started a candidate")
+    raise AssertionError(f"no worker began evaluating {SLOW}")
 
 
 SLOW = "slow_candidate.py"

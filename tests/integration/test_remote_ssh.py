@@ -200,7 +200,8 @@ def busy_remote_worker(server: Server, name: str | None = None,
             if evaluating(pid, name) if name else has_children(pid):
                 return [pid, *descendants(pid)]
         time.sleep(0.1)
-    raise AssertionError("no remote worker started a candidate")
+    raise AssertionError(f"no remote worker began evaluating {name}" if name else
+                         "no remote worker started a candidate")
 
 
 def test_a_dropped_channel_leaves_no_worker_on_the_host(sshd: Server, tmp_path: Path) -> None:
