@@ -19,11 +19,22 @@ from typing import Callable
 Lose = Callable[[int, list, threading.Event], None]
 
 
-def _parent(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
+def descendants(root: int) -> list[int]:
+    """Every process below `root`, by the parent each /proc/PID/stat names."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if stat:
+            children.setdefault(int(stat.rsplit(b")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
 
 
 def evaluating(worker: int, name: str) -> bool:
@@ -34,23 +45,14 @@ def evaluating(worker: int, name: str) -> bool:
     process before its greeting and keeps one between evaluations, so a test losing a worker
     that merely has children may lose it while it starts (the engine's first start fails) or
     between evaluations. A killed worker's candidate processes are no longer its own."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in descendants(worker):
         try:
-            args = [a for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+            args = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
         except OSError:
             continue
-        if b"openkernel_worker.candidate" not in args or not (
+        if b"openkernel_worker.candidate" in args and (
                 Path(args[-1].decode(errors="replace")) / "candidate" / name).is_file():
-            continue
-        pid = int(entry.name)
-        for _ in range(16):  # the sandbox adds a few levels between the worker and the candidate
-            pid = _parent(pid)
-            if pid == worker:
-                return True
-            if pid <= 1:
-                break
+            return True
     return False
 
 

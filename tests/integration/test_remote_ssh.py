@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 
 from locations import BINARY, PYTHON, ROOT
-from lost_worker import check_evaluation_losing_its_worker, evaluating
+from lost_worker import check_evaluation_losing_its_worker, descendants, evaluating
 from loopback_sshd import Server, check_login_time, free_port, serve
 
 SWISH = ROOT / "examples/swish_chain"
@@ -155,23 +155,6 @@ def test_worker_lost_mid_evaluation(sshd: Server, tmp_path: Path, kills: int) ->
         kills, functools.partial(kill_workers, sshd, set(remote_workers(sshd)), slow.name),
         lambda: openkernel(sshd, tmp_path, *evaluate_args(db, slow, "--eval-host", sshd.url)), db,
         sshd.url)
-
-
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_bytes() if entry.name.isdigit() else b""
-        except OSError:
-            continue
-        if stat:
-            children.setdefault(int(stat.rsplit(b")", 1)[1].split()[1]), []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 def running(pid: int) -> bool:
